@@ -1,0 +1,89 @@
+# lfheap build. `make` builds the release libraries; `make test` builds and runs every
+# test; `make bench` runs the benchmark comparison. Components add their own rules in
+# mk/*.mk (tests, benchmarks, extra variants) so that this file stays small.
+
+CC      ?= gcc
+ifeq ($(origin CC),default)
+CC      := gcc
+endif
+CXX     ?= g++
+PREFIX  ?= /usr/local
+BUILD   := build
+
+WARN    := -Wall -Wextra -Werror
+CSTD    := -std=c11 -D_GNU_SOURCE
+LIBFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+            -fno-semantic-interposition -fno-stack-protector -fno-math-errno -Iinclude -Isrc
+LIB_SRC := $(wildcard src/*.c)
+LIB_HDR := $(wildcard src/*.h) $(wildcard include/*.h)
+
+# Library variants: name, extra flags. The release one overrides malloc; "prefix" exports
+# only the lfh_* names (for tests beside the system allocator and under sanitizers).
+VARIANTS := release prefix tsan asan
+FLAGS_release :=
+FLAGS_prefix  := -DLFHEAP_PREFIX_ONLY
+FLAGS_tsan    := -DLFHEAP_PREFIX_ONLY -fsanitize=thread -O1
+FLAGS_asan    := -DLFHEAP_PREFIX_ONLY -fsanitize=address,undefined -fno-sanitize-recover=all -O1
+
+define variant_rules
+$(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile
+	@mkdir -p $$(@D)
+	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
+OBJS_$(1) := $$(patsubst src/%.c,$(BUILD)/obj/$(1)/%.o,$$(LIB_SRC))
+endef
+$(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
+
+
+.SECONDEXPANSION:
+.PHONY: all test lint install clean bench bench-full fastpath
+all: $(BUILD)/liblfheap.so $(BUILD)/liblfheap.a
+
+$(BUILD)/liblfheap.so: $(OBJS_release)
+	$(CC) -shared -Wl,-soname,liblfheap.so -Wl,-z,now -o $@ $^ -lpthread
+
+$(BUILD)/liblfheap.a: $(OBJS_release)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/liblfheap-%.a: $$(OBJS_$$*)
+	rm -f $@ && ar rcs $@ $^
+
+# Test programs. tests/NAME.c becomes:
+#   build/t/NAME       linked with the prefixed static library (lfh_* API, internals)
+#   build/t-tsan/NAME  the same under ThreadSanitizer
+#   build/t-asan/NAME  the same under AddressSanitizer + UBSan
+#   build/t-plain/NAME plain program calling malloc, run with LD_PRELOAD
+TEST_CFLAGS := $(CSTD) $(WARN) -O1 -g -Iinclude -Isrc -pthread
+$(BUILD)/t/%: tests/%.c $(BUILD)/liblfheap-prefix.a tests/testutil.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/liblfheap-prefix.a -lm
+$(BUILD)/t-tsan/%: tests/%.c $(BUILD)/liblfheap-tsan.a tests/testutil.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -fsanitize=thread $< -o $@ $(BUILD)/liblfheap-tsan.a -lm
+$(BUILD)/t-asan/%: tests/%.c $(BUILD)/liblfheap-asan.a tests/testutil.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -fsanitize=address,undefined $< -o $@ $(BUILD)/liblfheap-asan.a -lm
+$(BUILD)/t-plain/%: tests/%.c tests/testutil.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $< -o $@ -lm
+
+# Components append the binaries their test suites need to TEST_BINS.
+TEST_BINS :=
+include $(wildcard mk/*.mk)
+
+test: all $(TEST_BINS)
+	bash tests/run.sh
+
+lint:
+	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.h
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+	    --suppress=missingIncludeSystem -D__GNUC__ -D__x86_64__ -Iinclude -Isrc src
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BUILD)/liblfheap.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/liblfheap.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 include/lfheap.h $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' lfheap.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lfheap.pc
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,57 @@
+/*
+ * os: mmap/munmap/madvise/mremap wrappers. Aligned mappings over-reserve by the
+ * alignment and trim both ends, which costs at most two extra munmap calls and never
+ * leaves an unaligned mapping behind.
+ */
+#include "os.h"
+
+#include <stdint.h>
+#include <sys/mman.h>
+
+void *os_map(size_t size, size_t align)
+{
+    if (align <= OS_PAGE_SIZE) {
+        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        return p == MAP_FAILED ? NULL : p;
+    }
+    size_t padded = size + align - OS_PAGE_SIZE;
+    if (padded < size)
+        return NULL;
+    char *raw = mmap(NULL, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return NULL;
+    uintptr_t start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
+    size_t head = start - (uintptr_t)raw;
+    size_t tail = padded - head - size;
+    if (head)
+        munmap(raw, head);
+    if (tail)
+        munmap((char *)start + size, tail);
+    return (void *)start;
+}
+
+void os_unmap(void *addr, size_t size)
+{
+    munmap(addr, size);
+}
+
+void os_decommit(void *addr, size_t size)
+{
+    madvise(addr, size, MADV_DONTNEED);
+}
+
+void *os_remap(void *addr, size_t old_size, size_t new_size)
+{
+    void *p = mremap(addr, old_size, new_size, MREMAP_MAYMOVE);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void os_advise_huge(void *addr, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+    madvise(addr, size, MADV_HUGEPAGE);
+#else
+    (void)addr;
+    (void)size;
+#endif
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The test runner: runs every suite in tests/suites/ (each a shell script that prints
+# "PASS name" or "FAIL name" lines), echoes their output, and ends with the line
+# "N passed, N failed". Exit status is non-zero when anything failed.
+set -u
+cd "$(dirname "$0")/.."
+pass=0
+fail=0
+for suite in tests/suites/*.sh; do
+    [ -e "$suite" ] || continue
+    echo "== $(basename "$suite" .sh)"
+    out=$(bash "$suite" 2>&1)
+    status=$?
+    printf '%s\n' "$out"
+    p=$(printf '%s\n' "$out" | grep -c '^PASS ')
+    f=$(printf '%s\n' "$out" | grep -c '^FAIL ')
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "FAIL $(basename "$suite") (suite exited with status $status)"
+        f=1
+    fi
+    pass=$((pass + p))
+    fail=$((fail + f))
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
