@@ -35,6 +35,8 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 
 
 .SECONDEXPANSION:
+# Keep intermediate libraries and objects between runs.
+.SECONDARY:
 .PHONY: all test lint install clean bench bench-full fastpath
 all: $(BUILD)/liblfheap.so $(BUILD)/liblfheap.a
 
@@ -53,18 +55,18 @@ $(BUILD)/liblfheap-%.a: $$(OBJS_$$*)
 #   build/t-asan/NAME  the same under AddressSanitizer + UBSan
 #   build/t-plain/NAME plain program calling malloc, run with LD_PRELOAD
 TEST_CFLAGS := $(CSTD) $(WARN) -O1 -g -Iinclude -Isrc -pthread
-$(BUILD)/t/%: tests/%.c $(BUILD)/liblfheap-prefix.a tests/testutil.h
+$(BUILD)/t/%: tests/%.c $(BUILD)/liblfheap-prefix.a $(wildcard tests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/liblfheap-prefix.a -lm
-$(BUILD)/t-tsan/%: tests/%.c $(BUILD)/liblfheap-tsan.a tests/testutil.h
+$(BUILD)/t-tsan/%: tests/%.c $(BUILD)/liblfheap-tsan.a $(wildcard tests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -fsanitize=thread $< -o $@ $(BUILD)/liblfheap-tsan.a -lm
-$(BUILD)/t-asan/%: tests/%.c $(BUILD)/liblfheap-asan.a tests/testutil.h
+$(BUILD)/t-asan/%: tests/%.c $(BUILD)/liblfheap-asan.a $(wildcard tests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -fsanitize=address,undefined $< -o $@ $(BUILD)/liblfheap-asan.a -lm
-$(BUILD)/t-plain/%: tests/%.c tests/testutil.h
+$(BUILD)/t-plain/%: tests/%.c $(wildcard tests/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) $< -o $@ -lm
+	$(CC) $(TEST_CFLAGS) -DTEST_PLAIN $< -o $@ -lm
 
 # Components append the binaries their test suites need to TEST_BINS.
 TEST_BINS :=

@@ -40,10 +40,9 @@ void os_decommit(void *addr, size_t size)
     madvise(addr, size, MADV_DONTNEED);
 }
 
-void *os_remap(void *addr, size_t old_size, size_t new_size)
+bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
 {
-    void *p = mremap(addr, old_size, new_size, MREMAP_MAYMOVE);
-    return p == MAP_FAILED ? NULL : p;
+    return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
 }
 
 void os_advise_huge(void *addr, size_t size)

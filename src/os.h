@@ -24,9 +24,10 @@ void os_unmap(void *addr, size_t size);
 /* Keep the range reserved but let the kernel drop its pages; it reads back as zeros. */
 void os_decommit(void *addr, size_t size);
 
-/* Move or grow a mapping made by os_map (alignment OS_PAGE_SIZE); NULL on failure, in
- * which case the old mapping is untouched. */
-void *os_remap(void *addr, size_t old_size, size_t new_size);
+/* Moves the pages of [old, old + old_size) onto [dest, dest + new_size), a mapping the
+ * caller made with os_map, growing to new_size; the old range is unmapped. False on
+ * failure, and then both mappings are as they were. */
+bool os_move(void *old, size_t old_size, void *dest, size_t new_size);
 
 /* Ask for transparent huge pages on a range (advice only; failure is ignored). */
 void os_advise_huge(void *addr, size_t size);

@@ -1,0 +1,350 @@
+/*
+ * heap: descriptors, anchors and the partial-superblock stacks (LRMalloc §3.2).
+ *
+ * Lock-free stacks. Both the free-descriptor stack and the partial stacks are Treiber
+ * stacks whose head is one 64-bit word: a descriptor index in the low half and a 32-bit
+ * version in the high half, bumped by every push and pop. A pop that read a head, was
+ * delayed while the same descriptor was popped and pushed back, and then CASes, fails
+ * unless exactly 2^32 operations happened in between (DESIGN.md: the 6-bit tag of the
+ * original LRMalloc code wraps after 64).
+ *
+ * Partial stacks are sharded per class; a superblock goes back to the shard of its last
+ * owner, so that the thread that carved it finds it first (Streamflow's locality: remote
+ * frees flow back to the owner), and other threads look at their own shard first.
+ */
+#include "heap.h"
+
+#include "os.h"
+#include "pagemap.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* ---- anchors ---------------------------------------------------------------------- */
+
+enum anchor_state { ANCHOR_FULL = 0, ANCHOR_PARTIAL = 1, ANCHOR_EMPTY = 2 };
+
+/* Layout: state 2 bits | avail 20 bits | count 21 bits | tail 21 bits. `avail` is the
+ * byte offset of the first chained block divided by 16 (all blocks are 16-aligned), so
+ * superblocks may be up to 16 MiB; `count` includes the uncarved tail. */
+#define ANCHOR_AVAIL_NONE ((uint64_t)0xFFFFF)
+#define ANCHOR_FIELD_MAX  ((uint64_t)0x1FFFFF)
+
+static inline unsigned anchor_state(uint64_t a) { return (unsigned)(a & 3); }
+static inline uint64_t anchor_avail(uint64_t a) { return (a >> 2) & ANCHOR_AVAIL_NONE; }
+static inline uint32_t anchor_count(uint64_t a) { return (uint32_t)((a >> 22) & ANCHOR_FIELD_MAX); }
+static inline uint32_t anchor_tail(uint64_t a) { return (uint32_t)(a >> 43); }
+
+static inline uint64_t anchor_make(unsigned state, uint64_t avail, uint32_t count, uint32_t tail)
+{
+    return (uint64_t)state | avail << 2 | (uint64_t)count << 22 | (uint64_t)tail << 43;
+}
+
+static inline void *anchor_chain(const struct descriptor *d, uint64_t a)
+{
+    uint64_t avail = anchor_avail(a);
+    return avail == ANCHOR_AVAIL_NONE ? NULL : d->start + (avail << 4);
+}
+
+/* ---- descriptors ------------------------------------------------------------------ */
+
+/* Descriptors live in chunks mapped on demand and never unmapped; index 0 means none. */
+#define DESC_CHUNK_SHIFT 12
+#define DESC_CHUNK_COUNT 4096 /* 16M descriptors: 1 TiB of 64 KiB superblocks */
+#define DESC_NONE        0u
+
+static _Atomic(struct descriptor *) desc_chunks[DESC_CHUNK_COUNT];
+static _Atomic uint32_t desc_high_water;
+static _Atomic uint64_t desc_free_stack;
+
+static inline struct descriptor *desc_at(uint32_t index)
+{
+    /* Acquire pairs with the release CAS that installed the chunk. */
+    struct descriptor *chunk = atomic_load_explicit(&desc_chunks[index >> DESC_CHUNK_SHIFT],
+                                                    memory_order_acquire);
+    return &chunk[index & ((1u << DESC_CHUNK_SHIFT) - 1)];
+}
+
+static inline uint64_t stack_head(uint32_t index, uint64_t old_head)
+{
+    return (uint64_t)index | ((old_head >> 32) + 1) << 32;
+}
+
+static void stack_push(_Atomic uint64_t *head, struct descriptor *d)
+{
+    uint64_t old = atomic_load_explicit(head, memory_order_relaxed);
+    do {
+        /* Relaxed: the release CAS below publishes this link together with everything
+         * written to the descriptor before the push. */
+        atomic_store_explicit(&d->next, (uint32_t)old, memory_order_relaxed);
+        /* A failed CAS means another push or pop succeeded: lock-free. */
+    } while (!atomic_compare_exchange_weak_explicit(head, &old, stack_head(d->self, old),
+                                                    memory_order_release, memory_order_relaxed));
+}
+
+static struct descriptor *stack_pop(_Atomic uint64_t *head)
+{
+    /* Acquire pairs with the pushing CAS: the popped descriptor's fields and link are
+     * those its pusher wrote. */
+    uint64_t old = atomic_load_explicit(head, memory_order_acquire);
+    struct descriptor *d;
+    do {
+        if ((uint32_t)old == DESC_NONE)
+            return NULL;
+        d = desc_at((uint32_t)old);
+        /* The descriptor may be popped and reused meanwhile; then the version in the head
+         * has moved on and the CAS below fails, so a stale `next` is never installed. */
+        uint32_t next = atomic_load_explicit(&d->next, memory_order_relaxed);
+        if (atomic_compare_exchange_weak_explicit(head, &old, stack_head(next, old),
+                                                  memory_order_acquire, memory_order_acquire))
+            return d;
+        /* Failed: someone else pushed or popped (progress); retry with the new head. */
+    } while (1);
+}
+
+static struct descriptor *desc_alloc(void)
+{
+    struct descriptor *d = stack_pop(&desc_free_stack);
+    if (d)
+        return d;
+    /* Relaxed: the counter only hands out distinct indices; the chunk's publication is
+     * ordered by its own CAS. */
+    uint32_t index = atomic_fetch_add_explicit(&desc_high_water, 1, memory_order_relaxed) + 1;
+    uint32_t chunk_index = index >> DESC_CHUNK_SHIFT;
+    if (chunk_index >= DESC_CHUNK_COUNT)
+        return NULL;
+    struct descriptor *chunk =
+        atomic_load_explicit(&desc_chunks[chunk_index], memory_order_acquire);
+    if (!chunk) {
+        size_t bytes = sizeof(struct descriptor) << DESC_CHUNK_SHIFT;
+        struct descriptor *fresh = os_map(bytes, OS_PAGE_SIZE);
+        if (!fresh)
+            return NULL; /* this index is lost; indices are plentiful */
+        /* Release publishes the zeroed chunk; on failure adopt the winner's chunk. */
+        if (atomic_compare_exchange_strong_explicit(&desc_chunks[chunk_index], &chunk, fresh,
+                                                    memory_order_release,
+                                                    memory_order_acquire))
+            chunk = fresh;
+        else
+            os_unmap(fresh, bytes);
+    }
+    d = &chunk[index & ((1u << DESC_CHUNK_SHIFT) - 1)];
+    d->self = index;
+    return d;
+}
+
+static void desc_retire(struct descriptor *d)
+{
+    stack_push(&desc_free_stack, d);
+}
+
+/* ---- partial stacks --------------------------------------------------------------- */
+
+#define HEAP_SHARDS 8 /* a power of two */
+
+struct partial_stack {
+    alignas(LFH_CACHE_LINE) _Atomic uint64_t head;
+};
+
+static struct partial_stack partial_stacks[SIZECLASS_COUNT][HEAP_SHARDS];
+
+static inline _Atomic uint64_t *partial_shard(unsigned cls, uint64_t tid)
+{
+    return &partial_stacks[cls][tid & (HEAP_SHARDS - 1)].head;
+}
+
+/* ---- superblocks ------------------------------------------------------------------ */
+
+static void superblock_release(struct descriptor *d)
+{
+    /* Clear the map first: once the pages are unmapped another mapping may take their
+     * addresses and register them. */
+    pagemap_set(d->start, d->size, NULL);
+    os_unmap(d->start, d->size);
+}
+
+static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
+{
+    struct descriptor *d = desc_alloc();
+    if (!d)
+        return false;
+    size_t size = sizeclass_superblock_size(cls);
+    char *start = os_map(size, OS_PAGE_SIZE);
+    if (!start) {
+        desc_retire(d);
+        return false;
+    }
+    d->start = start;
+    d->size = size;
+    d->block_size = sizeclass_block_size[cls];
+    d->max_count = (uint32_t)(size / d->block_size);
+    d->class_index = (uint8_t)cls;
+    /* Relaxed: nobody else can reach this descriptor until its blocks are handed out. */
+    atomic_store_explicit(&d->owner, tid, memory_order_relaxed);
+    atomic_store_explicit(&d->anchor, anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count),
+                          memory_order_relaxed);
+    if (!pagemap_set(start, size, d)) {
+        os_unmap(start, size);
+        desc_retire(d);
+        return false;
+    }
+    out->desc = d;
+    out->chain = NULL;
+    out->chain_count = 0;
+    out->bump = start;
+    out->bump_end = start + (size_t)d->max_count * d->block_size;
+    return true;
+}
+
+/* Takes every free block of a descriptor just popped from a partial stack (LRMalloc
+ * CacheFillFromPartialSB). False if it turned EMPTY meanwhile; then it is retired. */
+static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_fill *out)
+{
+    /* Acquire (load and CAS) pairs with the release CAS of every give-back: the links
+     * inside the chained blocks are visible before we walk or hand them out. */
+    uint64_t old = atomic_load_explicit(&d->anchor, memory_order_acquire);
+    uint64_t taken = anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count);
+    do {
+        if (anchor_state(old) == ANCHOR_EMPTY) {
+            desc_retire(d);
+            return false;
+        }
+        /* A failed CAS means blocks were added: someone else made progress. */
+    } while (!atomic_compare_exchange_weak_explicit(&d->anchor, &old, taken, memory_order_acquire,
+                                                    memory_order_acquire));
+    /* Relaxed: ownership is a locality hint; no block's correctness depends on it. */
+    atomic_store_explicit(&d->owner, tid, memory_order_relaxed);
+    uint32_t tail = anchor_tail(old);
+    out->desc = d;
+    out->chain = anchor_chain(d, old);
+    out->chain_count = anchor_count(old) - (d->max_count - tail);
+    out->bump = d->start + (size_t)tail * d->block_size;
+    out->bump_end = d->start + (size_t)d->max_count * d->block_size;
+    return true;
+}
+
+bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out)
+{
+    for (unsigned i = 0; i < HEAP_SHARDS; i++) {
+        _Atomic uint64_t *shard = partial_shard(cls, tid + i);
+        struct descriptor *d;
+        while ((d = stack_pop(shard)) != NULL)
+            if (superblock_take_all(d, tid, out))
+                return true;
+    }
+    return superblock_new(cls, tid, out);
+}
+
+void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t count, char *bump)
+{
+    uint32_t bump_index = bump ? (uint32_t)((size_t)(bump - d->start) / d->block_size) : 0;
+    uint32_t returned = count + (bump ? d->max_count - bump_index : 0);
+    if (returned == 0)
+        return;
+    uint64_t old = atomic_load_explicit(&d->anchor, memory_order_relaxed);
+    uint64_t new;
+    do {
+        uint32_t new_count = anchor_count(old) + returned;
+        uint64_t avail = anchor_avail(old);
+        if (first) {
+            /* The block is ours until the CAS succeeds; rewriting on retry is fine. */
+            *(void **)last = anchor_chain(d, old);
+            avail = (uint64_t)((char *)first - d->start) >> 4;
+        }
+        uint32_t tail = bump ? bump_index : anchor_tail(old);
+        unsigned state = new_count == d->max_count ? ANCHOR_EMPTY : ANCHOR_PARTIAL;
+        new = anchor_make(state, avail, new_count, tail);
+        /* Release publishes the links written into the blocks to the thread that takes
+         * them (its acquire CAS). A failed CAS means another give-back or a take
+         * succeeded: lock-free. */
+    } while (!atomic_compare_exchange_weak_explicit(&d->anchor, &old, new, memory_order_release,
+                                                    memory_order_relaxed));
+    if (anchor_state(new) == ANCHOR_EMPTY) {
+        /* LRMalloc's listing pushes a FULL superblock that became EMPTY in one flush onto
+         * the partial stack and leaks it; here it is released in both cases. */
+        superblock_release(d);
+        if (anchor_state(old) == ANCHOR_FULL)
+            desc_retire(d); /* on no stack: nobody else will find it */
+    } else if (anchor_state(old) == ANCHOR_FULL) {
+        stack_push(partial_shard(d->class_index, atomic_load_explicit(&d->owner,
+                                                                      memory_order_relaxed)),
+                   d);
+    }
+}
+
+/* ---- large blocks ----------------------------------------------------------------- */
+
+static inline size_t round_to_pages(size_t size)
+{
+    return (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+}
+
+void *heap_large_alloc(size_t size, size_t align)
+{
+    size_t bytes = round_to_pages(size ? size : 1);
+    if (bytes < size)
+        return NULL;
+    struct descriptor *d = desc_alloc();
+    if (!d)
+        return NULL;
+    char *start = os_map(bytes, align);
+    if (!start) {
+        desc_retire(d);
+        return NULL;
+    }
+    d->start = start;
+    d->size = bytes;
+    d->block_size = 0;
+    d->max_count = 0;
+    d->class_index = HEAP_CLASS_LARGE;
+    atomic_store_explicit(&d->owner, HEAP_OWNER_NONE, memory_order_relaxed);
+    if (!pagemap_set(start, bytes, d)) {
+        os_unmap(start, bytes);
+        desc_retire(d);
+        return NULL;
+    }
+    return start;
+}
+
+void heap_large_free(struct descriptor *d)
+{
+    superblock_release(d);
+    desc_retire(d);
+}
+
+void *heap_large_resize(struct descriptor *d, size_t size)
+{
+    size_t bytes = round_to_pages(size);
+    char *old = d->start;
+    size_t old_bytes = d->size;
+    if (bytes < size)
+        return NULL;
+    if (bytes == old_bytes)
+        return old;
+    if (bytes < old_bytes) {
+        /* Shrink in place: unregister the tail before the kernel can hand it out. */
+        pagemap_set(old + bytes, old_bytes - bytes, NULL);
+        os_unmap(old + bytes, old_bytes - bytes);
+        d->size = bytes;
+        return old;
+    }
+    /* Grow: reserve the destination ourselves and register it first, so that no step
+     * after the move can fail; then let the kernel move the pages (no copy). */
+    char *dest = os_map(bytes, OS_PAGE_SIZE);
+    if (!dest)
+        return NULL;
+    if (!pagemap_set(dest, bytes, d)) {
+        os_unmap(dest, bytes);
+        return NULL;
+    }
+    pagemap_set(old, old_bytes, NULL);
+    if (!os_move(old, old_bytes, dest, bytes)) {
+        pagemap_set(old, old_bytes, d);
+        pagemap_set(dest, bytes, NULL);
+        os_unmap(dest, bytes);
+        return NULL;
+    }
+    d->start = dest;
+    d->size = bytes;
+    return dest;
+}

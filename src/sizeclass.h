@@ -1,0 +1,54 @@
+/*
+ * sizeclass: the small size classes (LRMalloc §3.1, jemalloc's series). Sizes up to 128
+ * bytes step by 16; above that each doubling is split into four classes, so a block is
+ * at most 25% larger than the request above 64 bytes. Every class size is a multiple of
+ * 16, and superblocks start on page boundaries, so every small block is 16-byte aligned.
+ * Requests above SIZECLASS_MAX_SIZE are large blocks and have no class.
+ */
+#ifndef LFHEAP_SIZECLASS_H
+#define LFHEAP_SIZECLASS_H
+
+#include "common.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIZECLASS_COUNT    40
+/* 32 KiB: above it, a power-of-two page chunk wastes no more than a class would. */
+#define SIZECLASS_MAX_SIZE ((size_t)32768)
+/* Requests up to this size find their class with one table load. */
+#define SIZECLASS_LOOKUP_MAX 1024
+
+/* Superblocks are at least this big, so that small classes amortise the cost of getting
+ * one over many blocks... */
+#define SIZECLASS_MIN_SUPERBLOCK ((size_t)65536)
+/* ...and hold at least this many blocks of the larger classes. */
+#define SIZECLASS_MIN_BLOCKS 8
+
+extern const uint32_t sizeclass_block_size[SIZECLASS_COUNT];
+extern const uint8_t sizeclass_lookup[SIZECLASS_LOOKUP_MAX / 16 + 1];
+
+/* Class of a request of `size` bytes, for size <= SIZECLASS_MAX_SIZE. */
+LFH_INLINE unsigned sizeclass_of(size_t size)
+{
+    if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
+        return sizeclass_lookup[(size + 15) >> 4];
+    /* Above 128: with x = size - 1 in [2^g, 2^(g+1)), the four classes of that doubling
+     * are 2^g + k * 2^(g-2) for k = 1..4; classes 0..7 are 16..128. */
+    size_t x = size - 1;
+    unsigned g = 63u - (unsigned)__builtin_clzl(x);
+    return 8u + (g - 7u) * 4u + (unsigned)((x >> (g - 2u)) & 3u);
+}
+
+/* Bytes of the superblock that holds blocks of `cls` (a power of two). */
+size_t sizeclass_superblock_size(unsigned cls);
+
+/* Small blocks are aligned to their class size's largest power-of-two factor, up to
+ * this: superblocks start on a page boundary, not more. */
+#define SIZECLASS_PAGE_ALIGN ((size_t)4096)
+
+/* The smallest class whose blocks hold `size` bytes at an `align`-byte boundary (align a
+ * power of two), or SIZECLASS_COUNT if no small class can (then it is a large block). */
+unsigned sizeclass_for_aligned(size_t size, size_t align);
+
+#endif

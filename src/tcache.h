@@ -1,0 +1,87 @@
+/*
+ * tcache: the per-thread caches (LRMalloc §3.1, Streamflow's thread-local heaps). For each
+ * size class a thread keeps a LIFO list of free blocks and a bump range on a superblock
+ * it took from the heap. The fast paths below touch only this thread's cache: no atomic
+ * read-modify-write, no fence, no call (DESIGN.md, property 3).
+ *
+ * Ownership: a thread that takes a superblock's free blocks becomes its owner
+ * (descriptor->owner). A block freed by its superblock's owner goes on the owner's list;
+ * a block freed by any other thread is never reused by that thread (that is what causes
+ * LRMalloc's passive false sharing): it is buffered and returned to its superblock,
+ * batched per superblock, where the owner's next fill finds it.
+ *
+ * A list holds about `limit` blocks: the bin's `credit` counts down the frees left until
+ * the list is cut back to its hottest limit/2 blocks and the rest goes back to the heap. The limit grows when a bin keeps
+ * emptying soon after it overflowed. At thread exit the whole cache goes back.
+ */
+#ifndef LFHEAP_TCACHE_H
+#define LFHEAP_TCACHE_H
+
+#include "common.h"
+#include "heap.h"
+#include "sizeclass.h"
+
+#include <stdint.h>
+
+/* The fast-path part of a size class's cache. */
+struct tcache_bin {
+    void *head;     /* free blocks, linked through their first word */
+    int32_t credit; /* frees this list takes before it is cut back to half its limit */
+};
+
+/* The slow-path part. */
+struct tcache_cold {
+    char *bump;     /* next never-touched block of bump_desc's superblock */
+    char *bump_end;
+    struct descriptor *bump_desc;
+    uint32_t limit;
+    uint32_t last_event; /* TCACHE_EVENT_*: what the bin's slow path did last */
+};
+
+struct tcache {
+    struct tcache_bin bins[SIZECLASS_COUNT];
+    uint64_t id; /* 0 until set up; TCACHE_ID_EXITED once the thread handed it back */
+    void *remote_head; /* blocks of superblocks other threads own, to return in batches */
+    uint32_t remote_count;
+    struct tcache_cold cold[SIZECLASS_COUNT];
+};
+
+extern __thread struct tcache tcache_self __attribute__((visibility("hidden")));
+
+void *tcache_alloc_slow(unsigned cls) LFH_NOINLINE;
+void tcache_flush(struct tcache_bin *bin) LFH_NOINLINE;
+/* Frees of small blocks the fast path could not take: another owner, or this thread's
+ * cache not set up or already handed back. */
+void tcache_free_slow(void *block, struct descriptor *desc) LFH_NOINLINE;
+/* Returns everything the calling thread caches to the heap (malloc_trim, thread exit);
+ * the result is the number of blocks it had cached. */
+unsigned tcache_flush_all(void);
+
+LFH_INLINE void *tcache_alloc(unsigned cls)
+{
+    struct tcache_bin *bin = &tcache_self.bins[cls];
+    void *block = bin->head;
+    if (LFH_LIKELY(block != NULL)) {
+        bin->head = *(void **)block;
+        bin->credit++;
+        return block;
+    }
+    return tcache_alloc_slow(cls);
+}
+
+/* True if the block went into this thread's cache. */
+LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
+{
+    /* Relaxed: the owner is a hint for locality (see tcache.c); a stale value only sends
+     * the block the slower, equally correct way. */
+    if (LFH_UNLIKELY(atomic_load_explicit(&desc->owner, memory_order_relaxed) != tcache_self.id))
+        return 0;
+    struct tcache_bin *bin = &tcache_self.bins[desc->class_index];
+    *(void **)block = bin->head;
+    bin->head = block;
+    if (LFH_UNLIKELY(--bin->credit == 0))
+        tcache_flush(bin);
+    return 1;
+}
+
+#endif

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The core allocator: unit tests, API conformance, stress (also under TSan and ASan+UBSan),
+# thread churn and fork, real programs with lfheap preloaded, and the no-locks check.
+# Prints one PASS/FAIL line per check.
+set -u
+cd "$(dirname "$0")/../.."
+lib=$PWD/build/liblfheap.so
+
+# run NAME COMMAND...: the command's own PASS/FAIL lines are passed through; a command
+# that prints none is judged by its exit status.
+run() {
+    local name=$1
+    shift
+    local out status
+    out=$("$@" 2>&1)
+    status=$?
+    if printf '%s\n' "$out" | grep -qE '^(PASS|FAIL) '; then
+        printf '%s\n' "$out" | sed -E "s/^(PASS|FAIL) /\1 $name: /"
+        if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL '; then
+            echo "FAIL $name (exit status $status)"
+        fi
+        printf '%s\n' "$out" | grep -vE '^(PASS|FAIL) ' | head -20
+    elif [ "$status" -eq 0 ]; then
+        echo "PASS $name"
+    else
+        printf '%s\n' "$out" | tail -20
+        echo "FAIL $name (exit status $status)"
+    fi
+}
+
+preload() { LD_PRELOAD=$lib "$@"; }
+
+run units build/t/test_units
+run api build/t/test_api
+run api-preloaded preload build/t-plain/test_api
+run api-asan build/t-asan/test_api
+run stress build/t/test_stress 8 40000
+run stress-preloaded preload build/t-plain/test_stress 8 40000
+run stress-tsan build/t-tsan/test_stress 4 10000
+run stress-asan build/t-asan/test_stress 8 10000
+run units-tsan build/t-tsan/test_units
+run threads build/t/test_threads
+run threads-preloaded preload build/t-plain/test_threads
+
+# Real programs: their output must match the output they give on glibc's allocator.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+py='import json, random
+random.seed(7)
+d = {str(i): [random.random() for _ in range(i % 50)] for i in range(30000)}
+s = json.dumps(d, sort_keys=True)
+print(len(s), sum(len(v) for v in json.loads(s).values()))'
+expected=$(PYTHONMALLOC=malloc python3 -c "$py")
+run python3-preloaded bash -c '[ "$(PYTHONMALLOC=malloc LD_PRELOAD='"$lib"' python3 -c "$1")" = "$2" ]' _ "$py" "$expected"
+seq 200000 | awk '{print ($1 * 7919) % 100003 " line " $1}' > "$tmp/lines"
+sort "$tmp/lines" > "$tmp/sorted.glibc"
+run sort-preloaded bash -c "LD_PRELOAD=$lib sort $tmp/lines > $tmp/sorted.lfheap && cmp -s $tmp/sorted.glibc $tmp/sorted.lfheap"
+run ls-preloaded bash -c "[ \"\$(LD_PRELOAD=$lib ls -la /usr/lib | wc -l)\" = \"\$(ls -la /usr/lib | wc -l)\" ]"
+printf 'int main(void){return 42;}\n' > "$tmp/prog.c"
+run cc-preloaded bash -c "LD_PRELOAD=$lib cc -O2 -o $tmp/prog $tmp/prog.c; $tmp/prog; [ \$? = 42 ]"
+# A small program under a 1 GiB address-space limit: no absurd reservations.
+run ulimit-v bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_api"
+# The release library must not import any lock (DESIGN.md, property 1).
+locks=$(nm -D --undefined-only "$lib" | awk '{print $2}' |
+        grep -E '^pthread_(mutex|spin|rwlock|cond)_|^sem_(wait|timedwait|post)|^futex' || true)
+if [ -z "$locks" ] && nm -D --defined-only "$lib" | grep -q ' T malloc$'; then
+    echo "PASS no-locks-imported"
+else
+    echo "FAIL no-locks-imported: $locks"
+fi

@@ -1,0 +1,221 @@
+/*
+ * API conformance: C11, POSIX and glibc semantics of every allocation routine, with the
+ * errno values, alignment guarantees and edge cases a program relies on. Built twice:
+ * against lfh_* (build/t, build/t-asan) and against the standard names, run with lfheap
+ * preloaded (build/t-plain, TEST_PLAIN).
+ */
+#include "alloc_names.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+/* volatile so that the compiler cannot reason about the requests */
+static volatile size_t huge = (size_t)PTRDIFF_MAX + 1;
+static volatile size_t zero = 0;
+static volatile size_t two_pow_33 = (size_t)1 << 33;
+static volatile size_t two_pow_40 = (size_t)1 << 40;
+
+static int aligned(const void *p, size_t a)
+{
+    return ((uintptr_t)p & (a - 1)) == 0;
+}
+
+static void malloc_zero_is_unique(void)
+{
+    void *a = T_MALLOC(zero), *b = T_MALLOC(zero);
+    CHECK(a && b && a != b);
+    CHECK(T_MALLOC_USABLE_SIZE(a) >= 1);
+    T_FREE(a);
+    T_FREE(b);
+}
+
+static void too_large_fails_with_enomem(void)
+{
+    errno = 0;
+    CHECK(T_MALLOC(huge) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(T_MALLOC(SIZE_MAX - zero) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(T_CALLOC(huge, 2) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(T_CALLOC(two_pow_33, two_pow_33) == NULL && errno == ENOMEM);
+    errno = 0;
+    /* volatile: the compiler may not assume the failed reallocs invalidated it */
+    char *volatile p = T_MALLOC(10);
+    p[9] = 'x';
+    CHECK(T_REALLOC(p, huge) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(T_REALLOCARRAY(p, two_pow_40, two_pow_40) == NULL && errno == ENOMEM);
+    CHECK(p[9] == 'x'); /* still valid after the failed calls */
+    T_FREE(p);
+    errno = 0;
+    CHECK(T_ALIGNED_ALLOC(64, huge) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(T_PVALLOC(SIZE_MAX - zero) == NULL && errno == ENOMEM);
+}
+
+static void every_block_is_16_aligned(void)
+{
+    for (size_t s = 16; s < 70000; s = s * 5 / 4 + 1) {
+        void *p = T_MALLOC(s);
+        CHECK(p && aligned(p, 16));
+        CHECK(T_MALLOC_USABLE_SIZE(p) >= s);
+        memset(p, 0x5a, s);
+        T_FREE(p);
+    }
+}
+
+static void calloc_zeroes(void)
+{
+    /* dirty some blocks first so calloc has to clear reused memory */
+    for (size_t s = 8; s < 100000; s *= 3) {
+        unsigned char *d = T_MALLOC(s);
+        REQUIRE(d);
+        memset(d, 0xff, s);
+        T_FREE(d);
+        unsigned char *c = T_CALLOC(1, s);
+        REQUIRE(c);
+        size_t nonzero = 0;
+        for (size_t i = 0; i < s; i++)
+            nonzero += c[i] != 0;
+        CHECK(nonzero == 0);
+        T_FREE(c);
+    }
+    CHECK(T_CALLOC(0, 10) != NULL); /* a unique block, like malloc(0); leaked on purpose */
+}
+
+static void realloc_semantics(void)
+{
+    char *p = T_REALLOC(NULL, 100); /* NULL: like malloc */
+    REQUIRE(p);
+    for (int i = 0; i < 100; i++)
+        p[i] = (char)i;
+    char *same = T_REALLOC(p, 90); /* shrink within the class stays in place */
+    CHECK(same == p);
+    char *grown = T_REALLOC(same, 5000);
+    REQUIRE(grown);
+    for (int i = 0; i < 90; i++)
+        CHECK(grown[i] == (char)i);
+    char *big = T_REALLOC(grown, 3 << 20); /* small to large */
+    REQUIRE(big);
+    for (int i = 0; i < 90; i++)
+        CHECK(big[i] == (char)i);
+    memset(big + 90, 7, (3 << 20) - 90);
+    char *bigger = T_REALLOC(big, 9 << 20); /* large grows (pages move, no copy) */
+    REQUIRE(bigger);
+    CHECK(bigger[0] == 0 && bigger[89] == 89 && bigger[(3 << 20) - 1] == 7);
+    char *smaller = T_REALLOC(bigger, 100); /* large to small */
+    REQUIRE(smaller);
+    CHECK(smaller[0] == 0 && smaller[89] == 89 && smaller[99] == 7);
+    errno = 0;
+    CHECK(T_REALLOC(smaller, zero) == NULL); /* glibc: frees and returns NULL */
+    char *arr = T_REALLOCARRAY(NULL, 10, 10);
+    CHECK(arr != NULL);
+    T_FREE(arr);
+}
+
+static void posix_memalign_semantics(void)
+{
+    void *p = (void *)0x1234;
+    CHECK(T_POSIX_MEMALIGN(&p, 3, 10) == EINVAL && p == (void *)0x1234);
+    CHECK(T_POSIX_MEMALIGN(&p, sizeof(void *) / 2, 10) == EINVAL && p == (void *)0x1234);
+    CHECK(T_POSIX_MEMALIGN(&p, 0, 10) == EINVAL && p == (void *)0x1234);
+    CHECK(T_POSIX_MEMALIGN(&p, 64, huge) == ENOMEM && p == (void *)0x1234);
+    for (size_t a = sizeof(void *); a <= ((size_t)1 << 22); a <<= 1)
+        for (size_t s = 0; s < 100000; s = s * 3 + 7) {
+            void *q = NULL;
+            CHECK(T_POSIX_MEMALIGN(&q, a, s) == 0);
+            CHECK(q && aligned(q, a));
+            CHECK(T_MALLOC_USABLE_SIZE(q) >= s);
+            if (q)
+                memset(q, 1, s);
+            T_FREE(q);
+        }
+}
+
+static void aligned_alloc_and_memalign(void)
+{
+    /* C17/glibc: any power of two, also below sizeof(void *) */
+    void *p = T_ALIGNED_ALLOC(1, 10);
+    CHECK(p != NULL);
+    T_FREE(p);
+    p = T_ALIGNED_ALLOC(4, 10);
+    CHECK(p && aligned(p, 4));
+    T_FREE(p);
+    errno = 0;
+    CHECK(T_ALIGNED_ALLOC(24, 10) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(T_ALIGNED_ALLOC(0, 10) == NULL && errno == EINVAL);
+    /* memalign rounds a non-power-of-two alignment up */
+    p = T_MEMALIGN(48, 100);
+    CHECK(p && aligned(p, 64));
+    T_FREE(p);
+    errno = 0;
+    CHECK(T_MEMALIGN(SIZE_MAX / 2 + 2, 10) == NULL && errno == EINVAL);
+    p = T_MEMALIGN(8192, 5000);
+    CHECK(p && aligned(p, 8192));
+    T_FREE(p);
+    p = T_VALLOC(10);
+    CHECK(p && aligned(p, 4096));
+    T_FREE(p);
+    p = T_PVALLOC(10);
+    CHECK(p && aligned(p, 4096) && T_MALLOC_USABLE_SIZE(p) >= 4096);
+    T_FREE(p);
+    p = T_PVALLOC(0);
+    CHECK(p && aligned(p, 4096) && T_MALLOC_USABLE_SIZE(p) >= 4096);
+    T_FREE(p);
+}
+
+static void usable_size_and_free_edge_cases(void)
+{
+    CHECK(T_MALLOC_USABLE_SIZE(NULL) == 0);
+    T_FREE(NULL);
+    int on_stack = 0;
+    CHECK(T_MALLOC_USABLE_SIZE(&on_stack) == 0);
+    for (size_t s = 1; s < 40000; s = s * 2 + 1) {
+        char *p = T_MALLOC(s);
+        size_t u = T_MALLOC_USABLE_SIZE(p);
+        CHECK(u >= s);
+        CHECK(s <= 64 || u <= s + s / 4 + 16);
+        memset(p, 3, u); /* the whole usable size is ours */
+        T_FREE(p);
+    }
+}
+
+static void blocks_do_not_overlap(void)
+{
+    enum { N = 5000 };
+    static unsigned char *ptrs[N];
+    static size_t sizes[N];
+    unsigned seed = 42;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1103515245u + 12345u;
+        sizes[i] = (seed >> 8) % 3000 + 1;
+        ptrs[i] = T_MALLOC(sizes[i]);
+        REQUIRE(ptrs[i]);
+        memset(ptrs[i], (unsigned char)i, sizes[i]);
+    }
+    for (int i = 0; i < N; i++) {
+        size_t bad = 0;
+        for (size_t k = 0; k < sizes[i]; k++)
+            bad += ptrs[i][k] != (unsigned char)i;
+        CHECK(bad == 0);
+        T_FREE(ptrs[i]);
+    }
+}
+
+int main(void)
+{
+    RUN(malloc_zero_is_unique);
+    RUN(too_large_fails_with_enomem);
+    RUN(every_block_is_16_aligned);
+    RUN(calloc_zeroes);
+    RUN(realloc_semantics);
+    RUN(posix_memalign_semantics);
+    RUN(aligned_alloc_and_memalign);
+    RUN(usable_size_and_free_edge_cases);
+    RUN(blocks_do_not_overlap);
+    return test_exit_status();
+}

@@ -1,0 +1,160 @@
+/*
+ * Thread life cycle: thousands of short-lived threads, each leaving a block for the next
+ * one to free, must not make the process grow (caches go back at thread exit); fork()
+ * while other threads allocate must give a child whose allocator works.
+ */
+#include "alloc_names.h"
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static _Atomic(uint64_t *) handover;
+static _Atomic long bad_handovers;
+
+static void *short_lived(void *arg)
+{
+    uint64_t id = (uintptr_t)arg;
+    /* touch several classes, so the thread's cache holds superblocks of each */
+    void *scratch[64];
+    for (int i = 0; i < 64; i++) {
+        scratch[i] = T_MALLOC(16 + (size_t)(i % 16) * 48);
+        memset(scratch[i], 0x11, 16);
+    }
+    for (int i = 0; i < 64; i += 2)
+        T_FREE(scratch[i]);
+    uint64_t *mine = T_MALLOC(64);
+    mine[0] = id;
+    mine[7] = ~id;
+    uint64_t *prev = atomic_exchange(&handover, mine);
+    if (prev) {
+        if (prev[0] + 1 != id || prev[7] != ~prev[0])
+            atomic_fetch_add(&bad_handovers, 1);
+        T_FREE(prev); /* freed by a thread other than its owner, which has exited */
+    }
+    for (int i = 1; i < 64; i += 2)
+        T_FREE(scratch[i]);
+    return NULL;
+}
+
+static void thread_churn_keeps_rss_flat(void)
+{
+    const int warmup = 500, total = 5000;
+    long after_warmup = 0;
+    for (int i = 0; i < total; i++) {
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, short_lived, (void *)(uintptr_t)(i + 1)) == 0);
+        pthread_join(t, NULL);
+        if (i + 1 == warmup)
+            after_warmup = rss_kib();
+    }
+    long end = rss_kib();
+    T_FREE(atomic_exchange(&handover, NULL));
+    CHECK(atomic_load(&bad_handovers) == 0);
+    /* Without the hand-back each thread would keep ~1 MiB of superblocks. */
+    CHECK(end - after_warmup < 4096);
+    if (end - after_warmup >= 4096)
+        fprintf(stderr, "rss grew from %ld KiB to %ld KiB\n", after_warmup, end);
+}
+
+static _Atomic int stop_busy;
+
+static void *busy(void *arg)
+{
+    uint64_t rng = 88172645463325252ull + (uintptr_t)arg;
+    void *held[256] = {0};
+    while (!atomic_load(&stop_busy)) {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        unsigned slot = (unsigned)(rng % 256);
+        T_FREE(held[slot]);
+        held[slot] = T_MALLOC(1 + (size_t)(rng >> 20) % (rng % 64 == 0 ? 200000 : 2000));
+    }
+    for (int i = 0; i < 256; i++)
+        T_FREE(held[i]);
+    return NULL;
+}
+
+static void *child_thread(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 1000; i++)
+        T_FREE(T_MALLOC((size_t)i * 13 + 1));
+    return T_MALLOC(10);
+}
+
+static int child_works(void)
+{
+    /* every class and a large block, from the forking thread and a new one */
+    void *blocks[200];
+    for (int i = 0; i < 200; i++) {
+        blocks[i] = T_MALLOC((size_t)i * 170 + 1);
+        if (!blocks[i])
+            return 0;
+        memset(blocks[i], i, (size_t)i * 170 + 1);
+    }
+    void *large = T_MALLOC(3 << 20);
+    if (!large)
+        return 0;
+    memset(large, 1, 3 << 20);
+    pthread_t t;
+    void *from_thread = NULL;
+    if (pthread_create(&t, NULL, child_thread, NULL) != 0 || pthread_join(t, &from_thread) != 0)
+        return 0;
+    for (int i = 0; i < 200; i++) {
+        unsigned char *b = blocks[i];
+        if (b[0] != (unsigned char)i || b[(size_t)i * 170] != (unsigned char)i)
+            return 0;
+        T_FREE(b);
+    }
+    T_FREE(large);
+    T_FREE(from_thread);
+    return from_thread != NULL;
+}
+
+static void fork_from_busy_process(void)
+{
+    pthread_t t[4];
+    atomic_store(&stop_busy, 0);
+    for (intptr_t i = 0; i < 4; i++)
+        REQUIRE(pthread_create(&t[i], NULL, busy, (void *)i) == 0);
+    int good = 0, forks = 40;
+    for (int i = 0; i < forks; i++) {
+        usleep(2000);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0)
+            _exit(child_works() ? 0 : 1);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    }
+    atomic_store(&stop_busy, 1);
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    CHECK(good == forks);
+}
+
+int main(void)
+{
+    RUN(thread_churn_keeps_rss_flat);
+    RUN(fork_from_busy_process);
+    return test_exit_status();
+}

@@ -1,0 +1,269 @@
+/*
+ * Unit tests of the layers below the API: size classes, the page map, and the heap's
+ * superblock life cycle, including a multi-threaded check of the heap's invariants.
+ */
+#include "heap.h"
+#include "os.h"
+#include "pagemap.h"
+#include "sizeclass.h"
+#include "testutil.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+static void sizeclass_series(void)
+{
+    for (unsigned c = 0; c < SIZECLASS_COUNT; c++) {
+        size_t s = sizeclass_block_size[c];
+        CHECK(s % 16 == 0);
+        if (c > 0)
+            CHECK(s > sizeclass_block_size[c - 1]);
+        /* four classes per doubling above 128 */
+        if (c >= 8 && c + 4 < SIZECLASS_COUNT)
+            CHECK(sizeclass_block_size[c + 4] == 2 * s);
+    }
+    CHECK(sizeclass_block_size[SIZECLASS_COUNT - 1] == SIZECLASS_MAX_SIZE);
+    CHECK(sizeclass_block_size[sizeclass_of(16384)] == 16384);
+}
+
+static void sizeclass_lookup_is_smallest_fit(void)
+{
+    for (size_t size = 0; size <= SIZECLASS_MAX_SIZE; size++) {
+        unsigned c = sizeclass_of(size);
+        REQUIRE(c < SIZECLASS_COUNT);
+        CHECK(sizeclass_block_size[c] >= size);
+        if (c > 0)
+            CHECK(sizeclass_block_size[c - 1] < size);
+        if (size > 64)
+            CHECK((double)sizeclass_block_size[c] <= 1.25 * (double)size);
+    }
+}
+
+static void sizeclass_aligned(void)
+{
+    for (size_t align = 16; align <= 4096; align <<= 1)
+        for (size_t size = 1; size <= 20000; size += 37) {
+            unsigned c = sizeclass_for_aligned(size, align);
+            if (c == SIZECLASS_COUNT) {
+                CHECK(size > SIZECLASS_MAX_SIZE || align > SIZECLASS_PAGE_ALIGN);
+                continue;
+            }
+            CHECK(sizeclass_block_size[c] >= size);
+            CHECK(sizeclass_block_size[c] % align == 0);
+        }
+    CHECK(sizeclass_for_aligned(16, 8192) == SIZECLASS_COUNT);
+    for (unsigned c = 0; c < SIZECLASS_COUNT; c++) {
+        size_t sb = sizeclass_superblock_size(c);
+        CHECK((sb & (sb - 1)) == 0);
+        CHECK(sb / sizeclass_block_size[c] >= SIZECLASS_MIN_BLOCKS);
+    }
+}
+
+static void pagemap_set_lookup_clear(void)
+{
+    static struct descriptor fake_a, fake_b;
+    size_t size = 64 * OS_PAGE_SIZE;
+    char *region = os_map(size, OS_PAGE_SIZE);
+    REQUIRE(region);
+    CHECK(pagemap_lookup(region) == NULL);
+    CHECK(pagemap_lookup(NULL) == NULL);
+    CHECK(pagemap_lookup((void *)~(uintptr_t)0) == NULL);
+    CHECK(pagemap_lookup((void *)((uintptr_t)1 << 50)) == NULL);
+    REQUIRE(pagemap_set(region, 32 * OS_PAGE_SIZE, &fake_a));
+    REQUIRE(pagemap_set(region + 32 * OS_PAGE_SIZE, 32 * OS_PAGE_SIZE, &fake_b));
+    for (size_t off = 0; off < size; off += 512)
+        CHECK(pagemap_lookup(region + off) == (off < 32 * OS_PAGE_SIZE ? &fake_a : &fake_b));
+    CHECK(pagemap_lookup(region - 1) != &fake_a);
+    CHECK(pagemap_lookup(region + size) != &fake_b);
+    REQUIRE(pagemap_set(region, size, NULL));
+    for (size_t off = 0; off < size; off += OS_PAGE_SIZE)
+        CHECK(pagemap_lookup(region + off) == NULL);
+    CHECK(!pagemap_set((void *)((uintptr_t)1 << 48), OS_PAGE_SIZE, &fake_a));
+    os_unmap(region, size);
+}
+
+/* Takes all blocks of one fill, as a cache would: chain plus bump range. */
+static size_t take_fill(struct heap_fill *f, void **out, size_t max)
+{
+    size_t n = 0;
+    for (void *b = f->chain; b && n < max; b = *(void **)b)
+        out[n++] = b;
+    for (char *b = f->bump; b < f->bump_end && n < max; b += f->desc->block_size)
+        out[n++] = b;
+    return n;
+}
+
+static void heap_superblock_cycle(void)
+{
+    unsigned cls = sizeclass_of(48);
+    struct heap_fill f;
+    REQUIRE(heap_fill(cls, 1, &f));
+    struct descriptor *d = f.desc;
+    CHECK(f.chain == NULL);
+    size_t max = d->max_count;
+    CHECK(max == sizeclass_superblock_size(cls) / 48);
+    CHECK(pagemap_lookup(f.bump) == d);
+    CHECK(pagemap_lookup(f.bump_end - 1) == d);
+    /* carve 10, give the rest of the bump range back: the superblock becomes partial */
+    char *start = f.bump;
+    char *rest = f.bump + 10 * 48;
+    heap_give_back(d, NULL, NULL, 0, rest);
+    /* a second fill by the same thread finds it again, with the tail as a bump range */
+    struct heap_fill g;
+    REQUIRE(heap_fill(cls, 1, &g));
+    CHECK(g.desc == d);
+    CHECK(g.chain == NULL && g.chain_count == 0);
+    CHECK(g.bump == rest);
+    /* return the 10 carved blocks as one chain and the tail: everything free -> EMPTY,
+     * the superblock goes back and its pages leave the page map */
+    for (int i = 0; i < 9; i++)
+        *(void **)(start + i * 48) = start + (i + 1) * 48;
+    heap_give_back(d, start, start + 9 * 48, 10, g.bump);
+    CHECK(pagemap_lookup(start) == NULL);
+}
+
+static void heap_full_to_empty_in_one_give_back(void)
+{
+    /* LRMalloc's listing leaks a superblock that goes FULL -> EMPTY in one flush. */
+    unsigned cls = sizeclass_of(1024);
+    struct heap_fill f;
+    REQUIRE(heap_fill(cls, 7, &f));
+    static void *blocks[4096];
+    size_t n = take_fill(&f, blocks, 4096);
+    CHECK(n == f.desc->max_count);
+    char *first = blocks[0];
+    for (size_t i = 0; i + 1 < n; i++)
+        *(void **)blocks[i] = blocks[i + 1];
+    heap_give_back(f.desc, blocks[0], blocks[n - 1], (uint32_t)n, NULL);
+    CHECK(pagemap_lookup(first) == NULL);
+}
+
+/* Several threads act as caches: fill, stamp every block with their id, give blocks back
+ * in chains (sometimes another thread's), check no block is ever held twice. */
+#define MT_THREADS 4
+#define MT_ROUNDS  300
+static _Atomic int mt_errors;
+
+struct mt_shared {
+    _Atomic(void *) exchange[MT_THREADS];
+};
+static struct mt_shared mt;
+
+static void give_list(void **blocks, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        struct descriptor *d = pagemap_lookup(blocks[i]);
+        size_t j = i;
+        while (j + 1 < n && pagemap_lookup(blocks[j + 1]) == d) {
+            *(void **)blocks[j] = blocks[j + 1];
+            j++;
+        }
+        heap_give_back(d, blocks[i], blocks[j], (uint32_t)(j - i + 1), NULL);
+        i = j + 1;
+    }
+}
+
+static void *mt_worker(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    unsigned cls = sizeclass_of(64);
+    static _Thread_local void *mine[8192];
+    for (int round = 0; round < MT_ROUNDS; round++) {
+        struct heap_fill f;
+        if (!heap_fill(cls, id + 1, &f)) {
+            atomic_fetch_add(&mt_errors, 1);
+            return NULL;
+        }
+        size_t n = take_fill(&f, mine, 8192);
+        if (n == 0 || n != f.chain_count + (size_t)(f.bump_end - f.bump) / 64)
+            atomic_fetch_add(&mt_errors, 1);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t *w = mine[i];
+            if (pagemap_lookup(w) != f.desc)
+                atomic_fetch_add(&mt_errors, 1);
+            w[1] = id;
+            w[2] = (uint64_t)(uintptr_t)w;
+        }
+        /* verify stamps survive while we hold them */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t *w = mine[i];
+            if (w[1] != id || w[2] != (uint64_t)(uintptr_t)w)
+                atomic_fetch_add(&mt_errors, 1);
+        }
+        /* hand one block to a neighbour, take the one offered to us */
+        void *gift = mine[--n];
+        void *got = atomic_exchange(&mt.exchange[(id + 1) % MT_THREADS], gift);
+        if (got)
+            mine[n++] = got;
+        /* give everything back in chains, the neighbour's block among them */
+        give_list(mine, n);
+    }
+    return NULL;
+}
+
+static void heap_concurrent_invariants(void)
+{
+    pthread_t t[MT_THREADS];
+    for (uintptr_t i = 0; i < MT_THREADS; i++)
+        pthread_create(&t[i], NULL, mt_worker, (void *)i);
+    for (int i = 0; i < MT_THREADS; i++)
+        pthread_join(t[i], NULL);
+    CHECK(atomic_load(&mt_errors) == 0);
+    /* return the blocks still parked in the exchange slots */
+    for (int i = 0; i < MT_THREADS; i++) {
+        void *b = atomic_exchange(&mt.exchange[i], NULL);
+        if (b)
+            give_list(&b, 1);
+    }
+    /* every superblock of the class is now EMPTY: a fill must find a fresh one */
+    struct heap_fill f;
+    REQUIRE(heap_fill(sizeclass_of(64), 99, &f));
+    CHECK(f.chain == NULL && f.bump == f.desc->start);
+    heap_give_back(f.desc, NULL, NULL, 0, f.bump);
+}
+
+static void large_blocks(void)
+{
+    size_t size = 5 * 1024 * 1024 + 123;
+    char *p = heap_large_alloc(size, 16);
+    REQUIRE(p);
+    struct descriptor *d = pagemap_lookup(p);
+    REQUIRE(d);
+    CHECK(d->class_index == HEAP_CLASS_LARGE);
+    CHECK(pagemap_lookup(p + size - 1) == d);
+    memset(p, 0xab, size);
+    char *q = heap_large_resize(d, 3 * size);
+    REQUIRE(q);
+    CHECK(pagemap_lookup(q + 3 * size - 1) == d);
+    CHECK(q[0] == (char)0xab && q[size - 1] == (char)0xab);
+    q = heap_large_resize(d, size / 2);
+    REQUIRE(q);
+    CHECK(d->size >= size / 2 && d->size < size);
+    heap_large_free(d);
+    CHECK(pagemap_lookup(q) == NULL);
+    /* a zero-byte large request still gets a registered page of its own */
+    char *z = heap_large_alloc(0, 8192);
+    REQUIRE(z);
+    CHECK(pagemap_lookup(z) != NULL && ((uintptr_t)z & 8191) == 0);
+    heap_large_free(pagemap_lookup(z));
+    char *a = heap_large_alloc(100000, 1 << 20);
+    REQUIRE(a);
+    CHECK(((uintptr_t)a & ((1 << 20) - 1)) == 0);
+    heap_large_free(pagemap_lookup(a));
+}
+
+int main(void)
+{
+    RUN(sizeclass_series);
+    RUN(sizeclass_lookup_is_smallest_fit);
+    RUN(sizeclass_aligned);
+    RUN(pagemap_set_lookup_clear);
+    RUN(heap_superblock_cycle);
+    RUN(heap_full_to_empty_in_one_give_back);
+    RUN(heap_concurrent_invariants);
+    RUN(large_blocks);
+    return test_exit_status();
+}
