@@ -60,6 +60,9 @@ printf 'int main(void){return 42;}\n' > "$tmp/prog.c"
 run cc-preloaded bash -c "LD_PRELOAD=$lib cc -O2 -o $tmp/prog $tmp/prog.c; $tmp/prog; [ \$? = 42 ]"
 # A small program under a 1 GiB address-space limit: no absurd reservations.
 run ulimit-v bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_api"
+# lfheap's code under valgrind's JIT (the "none" tool does not replace malloc, so the
+# program really runs on lfheap; memcheck would substitute its own allocator).
+run valgrind preload valgrind -q --tool=none build/t-plain/test_api
 # The release library must not import any lock (DESIGN.md, property 1).
 locks=$(nm -D --undefined-only "$lib" | awk '{print $2}' |
         grep -E '^pthread_(mutex|spin|rwlock|cond)_|^sem_(wait|timedwait|post)|^futex' || true)
