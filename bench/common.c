@@ -89,8 +89,12 @@ static void usage(const char *workload, const char *what, const struct bench_opt
                        workload, what);
     write_all(fd, buf, (size_t)len);
     for (const struct bench_opt *o = opts; o->name; o++) {
-        len = snprintf(buf, sizeof buf, "  --%-12s %-40s (default %ld)\n", o->name, o->help,
-                       *o->value);
+        if (o->text)
+            len = snprintf(buf, sizeof buf, "  --%-12s %-44s (default %s)\n", o->name,
+                           o->help, *o->text ? *o->text : "none");
+        else
+            len = snprintf(buf, sizeof buf, "  --%-12s %-44s (default %ld)\n", o->name,
+                           o->help, *o->value);
         write_all(fd, buf, (size_t)len);
     }
 }
@@ -117,7 +121,11 @@ void bench_parse(int argc, char **argv, const char *workload, const char *what,
         if (!o->name)
             goto bad;
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!value || !parse_value(value, o->value))
+        if (!value)
+            goto bad;
+        if (o->text)
+            *o->text = value;
+        else if (!parse_value(value, o->value))
             goto bad;
         continue;
     bad:
@@ -127,6 +135,65 @@ void bench_parse(int argc, char **argv, const char *workload, const char *what,
         write_all(2, buf, (size_t)len);
         exit(BENCH_EXIT_USAGE);
     }
+}
+
+struct thread_start {
+    pthread_t thread;
+    int tid;
+    void (*fn)(int tid, void *ctx);
+    void *ctx;
+    pthread_barrier_t *start;
+};
+
+static void *thread_main(void *arg)
+{
+    struct thread_start *ts = arg;
+    pthread_barrier_wait(ts->start);
+    ts->fn(ts->tid, ts->ctx);
+    return NULL;
+}
+
+double bench_run_threads(int threads, void (*fn)(int tid, void *ctx), void *ctx)
+{
+    if (threads < 1)
+        bench_fail("need at least one thread");
+    size_t bytes = (size_t)threads * sizeof(struct thread_start);
+    struct thread_start *ts = bench_map(bytes);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    for (int i = 0; i < threads; i++) {
+        ts[i] = (struct thread_start){.tid = i, .fn = fn, .ctx = ctx, .start = &start};
+        bench_thread_create(&ts[i].thread, NULL, thread_main, &ts[i]);
+    }
+    pthread_barrier_wait(&start);
+    double t0 = bench_now();
+    for (int i = 0; i < threads; i++)
+        pthread_join(ts[i].thread, NULL);
+    double t1 = bench_now();
+    pthread_barrier_destroy(&start);
+    bench_unmap(ts, bytes);
+    return t1 - t0;
+}
+
+void bench_thread_create(pthread_t *thread, const pthread_attr_t *attr,
+                         void *(*fn)(void *), void *arg)
+{
+    int err = 0;
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        err = pthread_create(thread, attr, fn, arg);
+        if (err != EAGAIN)
+            break;
+        bench_sleep_us(1000);
+    }
+    if (err != 0)
+        bench_fail("pthread_create: %s", strerror(err));
+}
+
+void bench_sleep_us(long usec)
+{
+    struct timespec ts = {.tv_sec = usec / 1000000, .tv_nsec = (usec % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
 }
 
 double bench_now(void)

@@ -12,6 +12,7 @@
 #ifndef LFHEAP_BENCH_COMMON_H
 #define LFHEAP_BENCH_COMMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,13 +21,18 @@
  * wrong (64, EX_USAGE), so that a runner can tell corruption from misuse. */
 enum { BENCH_EXIT_CORRUPT = 2, BENCH_EXIT_USAGE = 64 };
 
-/* One command-line knob: `--name=value` or `--name value`. Values are integers and
- * accept a k, m or g suffix (powers of 1000), so `--n=10m` means ten million. */
+/* One command-line knob: `--name=value` or `--name value`. Integer knobs (`value`)
+ * accept a k, m or g suffix (powers of 1000), so `--n=10m` means ten million; a knob
+ * with `text` set instead takes a string (a path). */
 struct bench_opt {
     const char *name;
     long *value;
     const char *help;
+    const char **text;
 };
+#define BENCH_INT(knob, var, about) {.name = (knob), .value = &(var), .help = (about)}
+#define BENCH_TEXT(knob, var, about) {.name = (knob), .text = &(var), .help = (about)}
+#define BENCH_END {.name = NULL}
 
 /* Parses argv into the knobs (a NULL-named entry ends the table); `--help` prints them
  * with their current (default) values and exits. `what` is the one-line description. */
@@ -40,6 +46,19 @@ void bench_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1,
 /* Prints the result line "result workload=W threads=T k=v ..." on stdout; `fmt` gives
  * the workload-specific fields. */
 void bench_result(int threads, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Runs fn(tid, ctx) for tid = 0..threads-1 on new threads that wait for each other
+ * and start together; returns the seconds from that common start until the last one
+ * has finished. */
+double bench_run_threads(int threads, void (*fn)(int tid, void *ctx), void *ctx);
+
+/* Creates a thread, retrying while the system is momentarily out of threads (EAGAIN);
+ * fails the run if it cannot. */
+void bench_thread_create(pthread_t *thread, const pthread_attr_t *attr,
+                         void *(*fn)(void *), void *arg);
+
+/* Sleeps for the given number of microseconds. */
+void bench_sleep_us(long usec);
 
 /* Seconds on the monotonic clock. */
 double bench_now(void);

@@ -61,10 +61,10 @@ int main(int argc, char **argv)
 {
     long n = 1000000, size = 16, empty = 0;
     struct bench_opt opts[] = {
-        {"n", &n, "malloc+free pairs"},
-        {"size", &size, "bytes per malloc"},
-        {"empty", &empty, "1: loop without malloc/free (overhead)"},
-        {NULL, NULL, NULL},
+        BENCH_INT("n", n, "malloc+free pairs"),
+        BENCH_INT("size", size, "bytes per malloc"),
+        BENCH_INT("empty", empty, "1: loop without malloc/free (overhead)"),
+        BENCH_END,
     };
     bench_parse(argc, argv, "fastpath", "N x { malloc(size); free; } single-threaded", opts);
     if (n < 0 || size < 1)
