@@ -46,6 +46,24 @@ void bench_fail(const char *fmt, ...)
     _exit(BENCH_EXIT_CORRUPT);
 }
 
+/* The process's peak resident set (VmHWM in /proc/self/status) in KiB. Unlike the
+ * rusage maximum a parent sees, it starts afresh at exec, so it does not include the
+ * memory of whatever launched us. */
+static long peak_rss_kib(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *p = strstr(buf, "VmHWM:");
+    return p ? strtol(p + 6, NULL, 10) : -1;
+}
+
 void bench_result(int threads, const char *fmt, ...)
 {
     char buf[1024];
@@ -55,6 +73,9 @@ void bench_result(int threads, const char *fmt, ...)
     va_start(ap, fmt);
     len += vsnprintf(buf + len, sizeof buf - (size_t)len, fmt, ap);
     va_end(ap);
+    if (len < (int)sizeof buf - 40)
+        len += snprintf(buf + len, sizeof buf - (size_t)len, " peak_rss_kib=%ld",
+                        peak_rss_kib());
     if (len > (int)sizeof buf - 2)
         len = (int)sizeof buf - 2;
     buf[len++] = '\n';

@@ -43,8 +43,9 @@ void bench_parse(int argc, char **argv, const char *workload, const char *what,
  * BENCH_EXIT_CORRUPT. Safe to call from any thread. */
 void bench_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
-/* Prints the result line "result workload=W threads=T k=v ..." on stdout; `fmt` gives
- * the workload-specific fields. */
+/* Prints the result line "result workload=W threads=T k=v ... peak_rss_kib=N" on
+ * stdout; `fmt` gives the workload-specific fields, peak_rss_kib is the process's peak
+ * resident set so far (VmHWM). */
 void bench_result(int threads, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Runs fn(tid, ctx) for tid = 0..threads-1 on new threads that wait for each other

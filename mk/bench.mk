@@ -26,3 +26,16 @@ fastpath: all $(BENCH_BINS)
 	python3 bench/fastpath.py $(BENCH_ARGS)
 
 TEST_BINS += $(BENCH_BINS)
+
+# A deliberately corrupting LD_PRELOAD shim over glibc, for tests/suites/bench.sh.
+$(BUILD)/bench/libbench_corrupt.so: tests/bench_corrupt.c mk/bench.mk
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O1 -g -fPIC -shared $< -o $@ -lpthread
+
+TEST_BINS += $(BUILD)/bench/libbench_corrupt.so
+
+bench: all $(BENCH_BINS)
+	python3 bench/run.py --no-build $(BENCH_ARGS)
+
+bench-full: all $(BENCH_BINS)
+	python3 bench/run.py --profile full --no-build $(BENCH_ARGS)
