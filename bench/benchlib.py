@@ -132,11 +132,14 @@ def lfheap_version(path):
     except OSError:
         pass
     try:
+        import hashlib
         import time
         mtime = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(path)))
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:12]
     except OSError:
-        mtime = "?"
-    return "%s (%s, built %s)" % (desc, path, mtime)
+        mtime, digest = "?", "?"
+    return "%s (%s, built %s, sha256 %s)" % (desc, path, mtime, digest)
 
 
 def allocator_version(alloc):
