@@ -1,0 +1,577 @@
+#!/usr/bin/env python3
+"""The benchmark comparison: lfheap against glibc, jemalloc, tcmalloc, mimalloc and
+tbbmalloc on every workload in bench/, at several thread counts, several runs each.
+
+    bench/run.py                      # the `make bench` profile (quick, 3 runs)
+    bench/run.py --profile full       # published parameters, 5 runs (make bench-full)
+    bench/run.py --workloads larson,churn --allocators glibc,jemalloc --threads 1,4
+    bench/run.py --lfheap /tmp/liblfheap.so
+
+Each run is one process (the allocator preloaded with LD_PRELOAD, glibc without); the
+runner records the program's own measured time (or Mops/s for larson), the process's
+wall, user and system time and its peak RSS (wait4 rusage). Allocators are interleaved
+within each repetition, in a rotating order, so that drift on a busy machine hits all
+alike. Output: tables on stdout and in bench/results/<date>-<host>.md, every run in
+bench/results/<date>-<host>.csv, and PNG plots in bench/results/<date>-<host>/.
+Standard library only.
+"""
+
+import argparse
+import csv
+import math
+import os
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+import fastpath  # noqa: E402
+
+# Workloads in report order. Each profile gives every workload's knobs; the runner adds
+# --threads. "metric" is what the table shows: seconds (lower is better) or Mops/s.
+WORKLOADS = ["linux-scalability", "threadtest", "larson", "cache-thrash", "cache-scratch",
+             "consume", "recycle", "churn", "speed", "memory", "thread-churn", "large"]
+METRIC = {w: "seconds" for w in WORKLOADS}
+METRIC["larson"] = "mops"
+
+PROFILES = {
+    # The published parameters (BENCHMARKS.md, the seeds); memory repeats its cycle 10x.
+    "full": {
+        "runs": 5, "timeout": 900, "fastpath": (1000000, 2000000),
+        "knobs": {
+            "linux-scalability": {"n": 10000000, "size": 16},
+            "threadtest": {"rounds": 100, "n": 100000, "size": 8},
+            "larson": {"ms": 5000, "slots": 1000, "ops": 10000, "min": 16, "max": 128},
+            "cache-thrash": {"iterations": 1000, "rw": 1000000, "size": 8},
+            "cache-scratch": {"iterations": 1000, "rw": 1000000, "size": 8},
+            "consume": {"iterations": 5000, "objects": 6000, "size": 4},
+            "recycle": {"n": 10000000, "rate": 1000, "min": 8, "max": 8},
+            "churn": {"spots": 16, "n": 100000, "min": 50, "max": 500, "step": 50},
+            "speed": {"n": 100000, "min": 50, "max": 500, "step": 50},
+            "memory": {"consumers": 1, "n": 100000, "round": 100000, "repeat": 10,
+                       "min": 50, "max": 500, "step": 50},
+            "thread-churn": {"n": 100000, "size": 64, "temp": 32},
+            "large": {"iterations": 2000, "slots": 20, "min_mib": 5, "max_mib": 25},
+        },
+    },
+    # `make bench`: the same shapes scaled so that a run takes about 0.05-0.5 s and the
+    # whole comparison about 10 minutes on 2 cores. churn is *larger* than published
+    # (its published run lasts ~3 ms, too short to time reliably).
+    "quick": {
+        "runs": 3, "timeout": 300, "fastpath": (200000, 400000),
+        "knobs": {
+            "linux-scalability": {"n": 1000000, "size": 16},
+            "threadtest": {"rounds": 60, "n": 100000, "size": 8},
+            "larson": {"ms": 500, "slots": 1000, "ops": 10000, "min": 16, "max": 128},
+            "cache-thrash": {"iterations": 200, "rw": 300000, "size": 8},
+            "cache-scratch": {"iterations": 200, "rw": 300000, "size": 8},
+            "consume": {"iterations": 300, "objects": 6000, "size": 4},
+            "recycle": {"n": 2000000, "rate": 1000, "min": 8, "max": 8},
+            "churn": {"spots": 16, "n": 1000000, "min": 50, "max": 500, "step": 50},
+            "speed": {"n": 30000, "min": 50, "max": 500, "step": 50},
+            "memory": {"consumers": 1, "n": 50000, "round": 50000, "repeat": 5,
+                       "min": 50, "max": 500, "step": 50},
+            "thread-churn": {"n": 4000, "size": 64, "temp": 32},
+            "large": {"iterations": 100, "slots": 20, "min_mib": 5, "max_mib": 25},
+        },
+    },
+    # For the test suite: seconds in all, checks the machinery, not the allocators.
+    "test": {
+        "runs": 2, "timeout": 60, "fastpath": None,
+        "knobs": {
+            "linux-scalability": {"n": 20000, "size": 16},
+            "threadtest": {"rounds": 2, "n": 10000, "size": 8},
+            "larson": {"ms": 50, "slots": 100, "ops": 1000, "min": 16, "max": 128},
+            "cache-thrash": {"iterations": 20, "rw": 10000, "size": 8},
+            "cache-scratch": {"iterations": 20, "rw": 10000, "size": 8},
+            "consume": {"iterations": 10, "objects": 500, "size": 4},
+            "recycle": {"n": 20000, "rate": 1000, "min": 8, "max": 8},
+            "churn": {"spots": 16, "n": 5000, "min": 50, "max": 500, "step": 50},
+            "speed": {"n": 500, "min": 50, "max": 500, "step": 50},
+            "memory": {"consumers": 1, "n": 2000, "round": 2000, "repeat": 2,
+                       "min": 50, "max": 500, "step": 50, "sample_us": 200},
+            "thread-churn": {"n": 100, "size": 64, "temp": 8},
+            "large": {"iterations": 6, "slots": 4, "min_mib": 1, "max_mib": 2},
+        },
+    },
+}
+
+CSV_FIELDS = ["date", "host", "profile", "workload", "allocator", "threads", "run", "status",
+              "metric", "value", "seconds", "wall_s", "user_s", "sys_s", "peak_rss_kib",
+              "maxrss_kib",
+              "command", "result"]
+
+
+def command_line(workload, knobs, threads):
+    return [benchlib.bench_bin(workload), "--threads=%d" % threads] + \
+        ["--%s=%s" % (k, v) for k, v in knobs.items()]
+
+
+def parse_result(stdout):
+    """The fields of the program's `result ...` line, or None."""
+    for line in stdout.splitlines():
+        if line.startswith("result "):
+            fields = {}
+            for item in line.split()[1:]:
+                k, _, v = item.partition("=")
+                fields[k] = v
+            return fields
+    return None
+
+
+def run_once(cmd, env, timeout):
+    """Runs one benchmark process. Returns a dict with status, the result fields, wall,
+    user and sys seconds and peak RSS (KiB) of the child from wait4."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL)
+    os.close(out_w)
+    os.close(err_w)
+    chunks = {out_r: [], err_r: []}
+
+    def drain(fd):
+        while True:
+            b = os.read(fd, 65536)
+            if not b:
+                break
+            chunks[fd].append(b)
+        os.close(fd)
+
+    readers = [threading.Thread(target=drain, args=(fd,)) for fd in (out_r, err_r)]
+    for t in readers:
+        t.start()
+    timed_out = []
+
+    def kill():
+        timed_out.append(True)
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    timer.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    for t in readers:
+        t.join()
+    stdout = b"".join(chunks[out_r]).decode(errors="replace")
+    stderr = b"".join(chunks[err_r]).decode(errors="replace")
+    res = {"wall_s": wall, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+           "maxrss_kib": ru.ru_maxrss, "fields": parse_result(stdout), "stderr": stderr}
+    if timed_out:
+        res["status"] = "timeout"
+    elif proc.returncode != 0:
+        first = stderr.strip().splitlines()[:1]
+        res["status"] = "failed(%d)%s" % (proc.returncode, (": " + first[0]) if first else "")
+    elif res["fields"] is None:
+        res["status"] = "failed: no result line"
+    else:
+        res["status"] = "ok"
+    return res
+
+
+class Progress:
+    """One progress line on stderr (rewritten in place on a terminal)."""
+
+    def __init__(self, total):
+        self.total = total
+        self.done = 0
+        self.tty = sys.stderr.isatty()
+        self.start = time.monotonic()
+
+    def show(self, text):
+        self.done += 1
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / self.done * (self.total - self.done) if self.done else 0
+        line = "[%d/%d %s, ~%ds left] %s" % (self.done, self.total, fmt_dur(elapsed),
+                                            eta, text)
+        if self.tty:
+            sys.stderr.write("\r\033[K" + line)
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    def finish(self):
+        if self.tty:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def fmt_dur(s):
+    return "%dm%02ds" % (s // 60, s % 60)
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def fmt_value(v, metric):
+    if v is None:
+        return "—"
+    if metric == "mops":
+        return "%.2f" % v
+    return "%.3f" % v if v < 10 else "%.1f" % v
+
+
+class Results:
+    """Every run, and the medians the tables are made of."""
+
+    def __init__(self, workloads, allocators, threads):
+        self.workloads = workloads
+        self.allocators = allocators
+        self.threads = threads
+        self.rows = []
+        self.by_cell = {}
+
+    def add(self, row):
+        self.rows.append(row)
+        self.by_cell.setdefault((row["workload"], row["allocator"], row["threads"]),
+                                []).append(row)
+
+    def cell(self, workload, alloc, threads):
+        """(median value, median peak RSS MiB, number of failed runs)."""
+        rows = self.by_cell.get((workload, alloc, threads), [])
+        ok = [r for r in rows if r["status"] == "ok"]
+        val = median([float(r["value"]) for r in ok])
+        rss = median([float(r["peak_rss_kib"]) / 1024.0 for r in ok])
+        return val, rss, len(rows) - len(ok)
+
+    def time_ratio(self, workload, alloc, threads):
+        """lfheap's time divided by this allocator's (for throughput: the inverse ratio
+        of Mops/s). Below 1 means lfheap is faster."""
+        lf, _, _ = self.cell(workload, "lfheap", threads)
+        v, _, _ = self.cell(workload, alloc, threads)
+        if lf is None or v is None or lf <= 0 or v <= 0:
+            return None
+        return v / lf if METRIC[workload] == "mops" else lf / v
+
+    def rss_ratio(self, workload, alloc, threads):
+        _, lf, _ = self.cell(workload, "lfheap", threads)
+        _, v, _ = self.cell(workload, alloc, threads)
+        if lf is None or v is None or v <= 0:
+            return None
+        return lf / v
+
+
+def workload_tables(res, workload, have_lfheap):
+    metric = METRIC[workload]
+    unit = "Mops/s, higher is better" if metric == "mops" else "seconds, lower is better"
+    head = "| allocator | " + " | ".join("%d thr" % t for t in res.threads) + " |"
+    sep = "|---|" + "---:|" * len(res.threads)
+    out = ["### %s" % workload, "", "Median %s%s:" %
+           (unit, "; in brackets lfheap's time / this allocator's (below 1: lfheap is "
+                  "faster)" if have_lfheap else ""), "", head, sep]
+    for a in res.allocators:
+        cells = []
+        for t in res.threads:
+            v, _, failed = res.cell(workload, a, t)
+            s = fmt_value(v, metric)
+            r = res.time_ratio(workload, a, t) if a != "lfheap" else None
+            if r is not None:
+                s += " (%.2f)" % r
+            if failed:
+                s += " !%d failed" % failed
+            cells.append(s)
+        out.append("| %s | %s |" % (a, " | ".join(cells)))
+    out += ["", "Peak RSS, MiB (median)%s:" %
+            ("; in brackets lfheap's / this allocator's" if have_lfheap else ""), "", head, sep]
+    for a in res.allocators:
+        cells = []
+        for t in res.threads:
+            _, rss, _ = res.cell(workload, a, t)
+            s = "—" if rss is None else "%.1f" % rss
+            r = res.rss_ratio(workload, a, t) if a != "lfheap" else None
+            if r is not None:
+                s += " (%.2f)" % r
+            cells.append(s)
+        out.append("| %s | %s |" % (a, " | ".join(cells)))
+    out.append("")
+    return out
+
+
+def summary_table(res):
+    out = ["| peer | lfheap time / peer time (geomean) | lfheap faster in | "
+           "lfheap peak RSS / peer (geomean) | cells |", "|---|---:|---:|---:|---:|"]
+    for a in res.allocators:
+        if a == "lfheap":
+            continue
+        times, rsss = [], []
+        for w in res.workloads:
+            for t in res.threads:
+                tr = res.time_ratio(w, a, t)
+                rr = res.rss_ratio(w, a, t)
+                if tr is not None:
+                    times.append(tr)
+                if rr is not None:
+                    rsss.append(rr)
+        g, gr = geomean(times), geomean(rsss)
+        wins = sum(1 for x in times if x < 1)
+        out.append("| %s | %s | %d of %d | %s | %d |" % (
+            a, "%.3f" % g if g else "—", wins, len(times), "%.3f" % gr if gr else "—",
+            len(times)))
+    return out
+
+
+def write_csv(path, res):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in res.rows:
+            w.writerow(r)
+
+
+def gnuplot_available():
+    return subprocess.run(["sh", "-c", "command -v gnuplot"], capture_output=True,
+                          check=False).returncode == 0
+
+
+def plot(res, plotdir, memory_series):
+    """PNG plots with gnuplot: metric vs threads per workload; RSS over time (memory)."""
+    made = []
+    os.makedirs(plotdir, exist_ok=True)
+    for w in res.workloads:
+        dat = os.path.join(plotdir, w + ".dat")
+        with open(dat, "w") as f:
+            f.write("# threads " + " ".join(res.allocators) + "\n")
+            for t in res.threads:
+                vals = []
+                for a in res.allocators:
+                    v, _, _ = res.cell(w, a, t)
+                    vals.append("NaN" if v is None else "%.6g" % v)
+                f.write("%d %s\n" % (t, " ".join(vals)))
+        png = os.path.join(plotdir, w + ".png")
+        ylabel = "Mops/s (higher is better)" if METRIC[w] == "mops" else \
+            "seconds (lower is better)"
+        plots = ", ".join("'%s' using 1:%d with linespoints lw 2 title '%s'" %
+                          (dat, i + 2, a) for i, a in enumerate(res.allocators))
+        script = ("set terminal pngcairo size 800,500; set output '%s';"
+                  "set title '%s'; set xlabel 'threads'; set ylabel '%s';"
+                  "set logscale x 2; set xtics (%s); set key outside right; set grid;"
+                  "plot %s\n" % (png, w, ylabel,
+                                 ", ".join(str(t) for t in res.threads), plots))
+        if subprocess.run(["gnuplot"], input=script, text=True, check=False,
+                          capture_output=True).returncode == 0:
+            made.append(png)
+    for t, series in sorted(memory_series.items()):
+        if not series:
+            continue
+        png = os.path.join(plotdir, "memory-rss-t%d.png" % t)
+        parts = ["'%s' using 1:($2/1048576) with lines lw 2 title '%s RSS'" % (p, a)
+                 for a, p in series]
+        parts.append("'%s' using 1:($3/1048576) with lines dt 2 lc rgb 'black' "
+                     "title 'requested'" % series[0][1])
+        script = ("set terminal pngcairo size 900,500; set output '%s';"
+                  "set title 'memory: RSS over time, %d producer(s)'; set xlabel 'seconds';"
+                  "set ylabel 'MiB'; set key outside right; set grid; plot %s\n" %
+                  (png, t, ", ".join(parts)))
+        if subprocess.run(["gnuplot"], input=script, text=True, check=False,
+                          capture_output=True).returncode == 0:
+            made.append(png)
+    return made
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="quick",
+                    help="quick (make bench), full (make bench-full) or test")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--allocators", default=",".join(benchlib.ALL_NAMES))
+    ap.add_argument("--threads", default="1,2,4,8")
+    ap.add_argument("--runs", type=int, help="repetitions (profile default: 3/5/2)")
+    ap.add_argument("--lfheap", default=os.path.join(benchlib.ROOT, "build", "liblfheap.so"),
+                    help="lfheap library to preload (default build/liblfheap.so)")
+    ap.add_argument("--out", default=os.path.join(benchlib.ROOT, "bench", "results"),
+                    help="directory for the CSV, Markdown and plots")
+    ap.add_argument("--timeout", type=float, help="seconds before a run is killed")
+    ap.add_argument("--no-build", action="store_true", help="do not run make first")
+    ap.add_argument("--no-install", action="store_true",
+                    help="never apt-get install missing peers")
+    ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--no-fastpath", action="store_true",
+                    help="skip the callgrind fast-path count")
+    args = ap.parse_args()
+
+    prof = PROFILES[args.profile]
+    runs = args.runs or prof["runs"]
+    timeout = args.timeout or prof["timeout"]
+    workloads = [w for w in args.workloads.split(",") if w]
+    for w in workloads:
+        if w not in WORKLOADS:
+            raise SystemExit("unknown workload %s (known: %s)" % (w, ", ".join(WORKLOADS)))
+    threads = [int(t) for t in args.threads.split(",") if t]
+    if not threads or min(threads) < 1 or runs < 1:
+        raise SystemExit("need at least one thread count >= 1 and runs >= 1")
+
+    if not args.no_build:
+        benchlib.run_make(["all", "bench-progs"])
+    allocators, skipped = benchlib.select_allocators(
+        [a for a in args.allocators.split(",") if a], args.lfheap,
+        install=not args.no_install)
+    for s in skipped:
+        print(s, file=sys.stderr)
+    if not allocators:
+        raise SystemExit("no allocator to measure")
+    names = [a.name for a in allocators]
+    have_lfheap = "lfheap" in names
+    want_plots = not args.no_plots
+    if want_plots and not gnuplot_available():
+        if not args.no_install and benchlib.is_debian_root():
+            benchlib.install_packages(["gnuplot-nox"])
+        if not gnuplot_available():
+            print("plots: skipped, gnuplot not found (install it: apt-get install "
+                  "gnuplot-nox)", file=sys.stderr)
+            want_plots = False
+
+    machine = benchlib.machine_info()
+    date = time.strftime("%Y-%m-%d-%H%M")
+    stamp = "%s-%s" % (date, machine["host"])
+    os.makedirs(args.out, exist_ok=True)
+    plotdir = os.path.join(args.out, stamp)
+    os.makedirs(plotdir, exist_ok=True)
+    res = Results(workloads, names, threads)
+    memory_series = {}
+    total = runs * len(workloads) * len(threads) * len(allocators)
+    progress = Progress(total)
+    failures = []
+    t_start = time.monotonic()
+
+    for rep in range(runs):
+        # rotate the allocator order each repetition so none always runs first
+        order = allocators[rep % len(allocators):] + allocators[:rep % len(allocators)]
+        for w in workloads:
+            knobs = dict(prof["knobs"][w])
+            for t in threads:
+                for a in order:
+                    cmd = command_line(w, knobs, t)
+                    series = None
+                    if w == "memory" and rep == 0:
+                        series = os.path.join(plotdir, "memory-%s-t%d.tsv" % (a.name, t))
+                        cmd.append("--series=" + series)
+                    progress.show("%s, %s, %d thread%s, run %d/%d" %
+                                  (w, a.name, t, "s" if t > 1 else "", rep + 1, runs))
+                    r = run_once(cmd, a.env(), timeout)
+                    f = r["fields"] or {}
+                    metric = METRIC[w]
+                    row = {
+                        "date": date, "host": machine["host"], "profile": args.profile,
+                        "workload": w, "allocator": a.name, "threads": t, "run": rep + 1,
+                        "status": r["status"], "metric": metric,
+                        "value": f.get(metric, ""), "seconds": f.get("seconds", ""),
+                        "wall_s": "%.4f" % r["wall_s"], "user_s": "%.4f" % r["user_s"],
+                        "sys_s": "%.4f" % r["sys_s"],
+                        "peak_rss_kib": f.get("peak_rss_kib", r["maxrss_kib"]),
+                        "maxrss_kib": r["maxrss_kib"],
+                        "command": " ".join(shlex.quote(c) for c in cmd),
+                        "result": " ".join("%s=%s" % kv for kv in f.items()),
+                    }
+                    if r["status"] == "ok":
+                        try:
+                            if float(row["value"]) <= 0:
+                                raise ValueError
+                        except ValueError:
+                            row["status"] = "failed: bad %s value" % metric
+                    if row["status"] != "ok":
+                        failures.append("%s / %s / %d threads / run %d: %s" %
+                                        (w, a.name, t, rep + 1, row["status"]))
+                    elif series:
+                        memory_series.setdefault(t, []).append((a.name, series))
+                    res.add(row)
+    progress.finish()
+
+    fp = None
+    if prof["fastpath"] and not args.no_fastpath:
+        n1, n2 = prof["fastpath"]
+        try:
+            fp = fastpath.measure(allocators, n1, n2)
+        except RuntimeError as e:
+            print("fastpath: skipped, %s" % e, file=sys.stderr)
+    elapsed = time.monotonic() - t_start
+
+    plots = plot(res, plotdir, memory_series) if want_plots else []
+
+    # ---- report ----
+    md = ["# lfheap benchmark results: %s, %s" % (date, machine["host"]), ""]
+    md.append("Profile `%s`, %d run%s per cell, threads %s, took %s. "
+              "Command: `%s`." % (args.profile, runs, "s" if runs > 1 else "",
+                                  ", ".join(map(str, threads)), fmt_dur(elapsed),
+                                  " ".join(shlex.quote(x) for x in sys.argv)))
+    md += ["", "## Machine", "",
+           "- %s, %d CPUs (nproc), kernel %s, glibc %s" % (
+               machine["cpu"], machine["nproc"], machine["kernel"], machine["glibc"]),
+           "", "## Allocators", ""]
+    for a in allocators:
+        md.append("- **%s**: %s%s" % (a.name, benchlib.allocator_version(a),
+                                      ", preloaded from `%s`" % a.preload
+                                      if a.preload and a.name != "lfheap" else ""))
+    for s in skipped:
+        md.append("- %s" % s)
+    md += ["", "## Summary", ""]
+    if have_lfheap and len(names) > 1:
+        md.append("Geometric means over every workload x thread-count cell. A time ratio "
+                  "below 1 means lfheap is faster than the peer; an RSS ratio below 1 means "
+                  "lfheap's peak resident memory is smaller.")
+        md.append("")
+        md += summary_table(res)
+    elif not have_lfheap:
+        md.append("lfheap was not measured (%s), so there are no ratios; the tables "
+                  "compare the peers only." % "; ".join(s for s in skipped
+                                                         if s.startswith("lfheap")))
+    else:
+        md.append("Only lfheap was measured; no ratios.")
+    if fp:
+        loop, rows = fp
+        md += ["", "## Fast path (instructions per malloc(16)+free pair, callgrind)", ""]
+        md.append(fastpath.table(loop, rows, *prof["fastpath"]))
+    md += ["", "## Workloads", "",
+           "Each cell is the median over the runs of the program's own timed region "
+           "(not process start-up). Peak RSS is the process's maximum resident set "
+           "(VmHWM, reported by the program at its end). `!N failed` marks runs that failed validation or timed out; they "
+           "are listed below and left out of the medians.", ""]
+    for w in workloads:
+        md += workload_tables(res, w, have_lfheap)
+        if os.path.join(plotdir, w + ".png") in plots:
+            md += ["![%s](%s/%s.png)" % (w, stamp, w), ""]
+    mem_pngs = [p for p in plots if os.path.basename(p).startswith("memory-rss")]
+    if mem_pngs:
+        md += ["### memory: RSS over time (first run)", ""]
+        md += ["![%s](%s/%s)" % (os.path.basename(p), stamp, os.path.basename(p))
+               for p in mem_pngs]
+        md.append("")
+    md += ["## Failures", ""]
+    md += ["- " + f for f in failures] if failures else ["None."]
+    md += ["", "## Parameters", "",
+           "Each workload ran as below with `--threads=T` for T in %s (binaries in "
+           "build/bench/; `--help` on any of them explains its knobs):" %
+           ", ".join(map(str, threads)), ""]
+    for w in workloads:
+        md.append("- `%s %s`" % (w, " ".join("--%s=%s" % kv
+                                            for kv in prof["knobs"][w].items())))
+    md.append("")
+
+    csv_path = os.path.join(args.out, stamp + ".csv")
+    md_path = os.path.join(args.out, stamp + ".md")
+    write_csv(csv_path, res)
+    with open(md_path, "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md))
+    print("wrote %s, %s%s" % (csv_path, md_path,
+                               " and %d plots in %s" % (len(plots), plotdir) if plots else ""))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The benchmark suite's own tests (correctness only, never speed):
+#  - every program in build/bench/ runs at tiny scale under the system allocator, passes
+#    its self-validation and prints a result line with a positive time;
+#  - under tests/bench_corrupt.c (an LD_PRELOAD shim that scribbles over live blocks, or
+#    hands out a block that is still live) every program fails with exit status 2 and a
+#    FAILED message instead of reporting a time;
+#  - bench/fastpath.py counts instructions under callgrind;
+#  - bench/run.py --profile test (glibc only) writes a CSV and tables that parse, with
+#    one row per workload x threads x run, and skips an lfheap without malloc.
+set -u
+cd "$(dirname "$0")/../.."
+B=build/bench
+SHIM=$PWD/$B/libbench_corrupt.so
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1${2:+: $2}"; }
+
+# name and tiny arguments of every workload program
+PROGS=(
+    "fastpath --n=2000"
+    "linux-scalability --threads=2 --n=20000"
+    "threadtest --threads=2 --rounds=5 --n=2000"
+    "larson --threads=2 --ms=100 --ops=1000 --slots=100"
+    "cache-thrash --threads=2 --iterations=300 --rw=20000"
+    "cache-scratch --threads=2 --iterations=300 --rw=20000"
+    "consume --threads=2 --iterations=20 --objects=200"
+    "recycle --threads=2 --n=20000 --rate=100"
+    "churn --threads=2 --n=2000"
+    "speed --threads=2 --n=1000"
+    "memory --threads=2 --n=1000 --round=1000 --repeat=2"
+    "thread-churn --threads=2 --n=200 --temp=8"
+    "large --threads=2 --iterations=20 --min_mib=1 --max_mib=2"
+)
+
+for entry in "${PROGS[@]}"; do
+    read -r -a argv <<<"$entry"
+    name=${argv[0]}
+    out=$(timeout 120 "$B/$name" "${argv[@]:1}" 2>"$TMP/err")
+    rc=$?
+    secs=$(printf '%s\n' "$out" | sed -n 's/^result .* seconds=\([0-9.]*\).*/\1/p')
+    if [ $rc -eq 0 ] && printf '%s\n' "$out" | grep -q "^result workload=$name threads=" &&
+        awk -v s="$secs" 'BEGIN { exit !(s + 0 > 0) }'; then
+        pass "bench-$name-validates"
+    else
+        fail "bench-$name-validates" "exit $rc: $(head -c 200 "$TMP/err") $out"
+    fi
+    for mode in scribble overlap; do
+        out=$(BENCH_CORRUPT=$mode BENCH_CORRUPT_EVERY=3 LD_PRELOAD=$SHIM \
+            timeout 120 "$B/$name" "${argv[@]:1}" 2>"$TMP/err")
+        rc=$?
+        if [ $rc -eq 2 ] && grep -q "^$name: FAILED: " "$TMP/err" &&
+            ! printf '%s\n' "$out" | grep -q '^result '; then
+            pass "bench-$name-detects-$mode"
+        else
+            fail "bench-$name-detects-$mode" "exit $rc, stderr: $(head -c 200 "$TMP/err")"
+        fi
+    done
+done
+
+# misuse is told apart from corruption: unknown knob -> exit 64
+"$B/churn" --no-such-knob=1 >/dev/null 2>&1
+[ $? -eq 64 ] && pass bench-bad-argument || fail bench-bad-argument
+
+# the fast-path count: callgrind difference of two runs, glibc only
+if command -v valgrind >/dev/null; then
+    out=$(python3 bench/fastpath.py --no-build --allocators glibc --n1 20000 --n2 40000 2>&1)
+    ipp=$(printf '%s\n' "$out" | sed -n 's/^| glibc | \([0-9.]*\) | \([0-9.]*\) |$/\1/p')
+    if awk -v x="$ipp" 'BEGIN { exit !(x + 0 > 5 && x + 0 < 5000) }'; then
+        pass bench-fastpath-callgrind
+    else
+        fail bench-fastpath-callgrind "$out"
+    fi
+else
+    echo "SKIP bench-fastpath-callgrind (valgrind not installed)"
+fi
+
+# the runner, tiny profile, glibc only; an lfheap path that does not exist is skipped
+python3 bench/run.py --profile test --no-build --no-install --allocators lfheap,glibc \
+    --lfheap "$TMP/missing.so" --threads 1,2 --runs 2 --out "$TMP/res" \
+    >"$TMP/run.out" 2>"$TMP/run.err"
+rc=$?
+[ $rc -eq 0 ] && pass bench-runner-completes ||
+    fail bench-runner-completes "exit $rc: $(tail -c 300 "$TMP/run.err")"
+grep -q "^lfheap: skipped, .*missing.so does not exist" "$TMP/run.err" &&
+    pass bench-runner-skips-missing-lfheap || fail bench-runner-skips-missing-lfheap
+grep -q "^\[.*\] larson, glibc, 2 threads, run 2/2" "$TMP/run.err" &&
+    pass bench-runner-progress || fail bench-runner-progress
+
+python3 - "$TMP/res" <<'PY'
+import csv, glob, os, re, sys
+sys.path.insert(0, "bench")
+import run
+out = sys.argv[1]
+csvs = glob.glob(os.path.join(out, "*.csv"))
+mds = glob.glob(os.path.join(out, "*.md"))
+def check(name, ok, why=""):
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + why))
+check("bench-runner-files", len(csvs) == 1 and len(mds) == 1, "%s %s" % (csvs, mds))
+if not csvs or not mds:
+    sys.exit(0)
+rows = list(csv.DictReader(open(csvs[0])))
+need = {"workload", "allocator", "threads", "run", "status", "metric", "value", "seconds",
+        "wall_s", "user_s", "sys_s", "peak_rss_kib"}
+check("bench-csv-columns", need <= set(rows[0].keys() if rows else []),
+      "missing %s" % (need - set(rows[0].keys() if rows else [])))
+workloads, threads, runs = run.WORKLOADS, [1, 2], 2
+check("bench-csv-row-count", len(rows) == len(workloads) * len(threads) * runs,
+      "%d rows" % len(rows))
+keys = {(r["workload"], int(r["threads"]), int(r["run"])) for r in rows}
+check("bench-csv-every-cell", keys == {(w, t, k) for w in workloads for t in threads
+                                        for k in range(1, runs + 1)})
+bad = [r for r in rows if r["status"] != "ok" or r["allocator"] != "glibc"]
+check("bench-csv-all-ok", not bad, "%s" % bad[:2])
+def positive(r, f):
+    try:
+        return float(r[f]) > 0
+    except ValueError:
+        return False
+bad = [(r["workload"], f) for r in rows for f in ("value", "seconds", "wall_s",
+                                                 "peak_rss_kib") if not positive(r, f)]
+check("bench-csv-positive", not bad, "%s" % bad[:4])
+check("bench-csv-metric", all(r["metric"] == ("mops" if r["workload"] == "larson"
+                                               else "seconds") for r in rows))
+md = open(mds[0]).read()
+missing = [w for w in workloads if "### " + w not in md]
+check("bench-md-table-per-workload", not missing, "missing %s" % missing)
+cells = re.findall(r"^\| glibc \| ([^|]+) \| ([^|]+) \|$", md, re.M)
+numeric = [c for pair in cells for c in pair if re.match(r"^\s*[0-9.]+", c)]
+check("bench-md-table-cells", len(cells) == 2 * len(workloads) and
+      len(numeric) == 4 * len(workloads), "%d rows, %d numbers" % (len(cells), len(numeric)))
+check("bench-md-machine-and-versions", "## Machine" in md and "glibc**: libc6" in md and
+      "## Parameters" in md)
+PY
+
+if command -v gnuplot >/dev/null; then
+    n=$(ls "$TMP"/res/*/*.png 2>/dev/null | wc -l)
+    [ "$n" -ge 13 ] && pass bench-runner-plots || fail bench-runner-plots "$n PNGs"
+fi
+
+# an lfheap library that does not define malloc is skipped with a reason
+python3 bench/run.py --profile test --no-build --no-install --allocators lfheap,glibc \
+    --lfheap "$(gcc -print-file-name=libm.so.6)" --workloads churn --threads 1 --runs 1 \
+    --no-plots --out "$TMP/res2" >/dev/null 2>"$TMP/run2.err"
+grep -q "^lfheap: skipped, .* does not define malloc" "$TMP/run2.err" &&
+    pass bench-runner-skips-lfheap-without-malloc ||
+    fail bench-runner-skips-lfheap-without-malloc "$(cat "$TMP/run2.err")"
