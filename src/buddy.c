@@ -57,6 +57,13 @@
 #define LFH_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #endif
 
+/* A point between two steps of an algorithm where another thread may run. Nothing in
+ * the library; tests/test_buddy_chaos.c compiles this file with a random yield here, so
+ * that the steps of concurrent operations interleave even on one CPU. */
+#ifndef BUDDY_CHAOS
+#define BUDDY_CHAOS() ((void)0)
+#endif
+
 /* NBBS Table 1. */
 #define OCC_RIGHT  0x01u
 #define OCC_LEFT   0x02u
@@ -136,7 +143,7 @@ static uint32_t *hints_for(const struct buddy *b)
 /* ---------------------------------------------------------------------------------- */
 /* 1-level layout: NBBS Alg. 3-5 on one byte per node. */
 
-static void flat_freenode(struct buddy *b, uint64_t n, unsigned upper);
+static void flat_freenode(struct buddy *b, uint64_t n, unsigned level, unsigned upper);
 
 static inline bool flat_is_free(const struct buddy *b, uint64_t n)
 {
@@ -145,7 +152,7 @@ static inline bool flat_is_free(const struct buddy *b, uint64_t n)
 }
 
 /* TRYALLOC (Alg. 3): 0 on success, else the node that made it fail. */
-static uint64_t flat_tryalloc(struct buddy *b, uint64_t n)
+static uint64_t flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
 {
     uint8_t expected = 0;
     /* T2. acq_rel: acquire pairs with the previous owner's release of this node (F20) or
@@ -155,18 +162,20 @@ static uint64_t flat_tryalloc(struct buddy *b, uint64_t n)
                                                  memory_order_acq_rel, memory_order_relaxed))
         return n;
     uint64_t current = n;
-    while (node_level(current) > b->base_level) { /* T5 */
+    for (unsigned l = level; l > b->base_level; l--) { /* T5: l is the level of child */
         uint64_t child = current;
         current >>= 1;
+        BUDDY_CHAOS();
         /* T9. relaxed: the CAS below validates it. */
         uint8_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
         uint8_t new_val;
         do {
             if (val & OCC) { /* T10-T12: an ancestor is a live chunk; undo our marks. */
-                flat_freenode(b, n, node_level(child));
+                flat_freenode(b, n, level, l);
                 return current;
             }
             new_val = (uint8_t)((val & ~side_coal(child)) | side_occ(child)); /* T13-T14 */
+            BUDDY_CHAOS();
             /* T15. acq_rel: acquire orders us after the release that last cleared this
              * ancestor (U11) when we end up taking memory it merged; release publishes
              * our side's occupancy. A failure means another thread changed this node:
@@ -180,19 +189,22 @@ static uint64_t flat_tryalloc(struct buddy *b, uint64_t n)
 
 /* UNMARK (Alg. 5): clears the bits FREENODE marked, from parent(n) up, while the side
  * is still coalescing and the buddy is free. */
-static void flat_unmark(struct buddy *b, uint64_t n, unsigned upper)
+static void flat_unmark(struct buddy *b, uint64_t n, unsigned level, unsigned upper)
 {
     uint64_t current = n, child;
     uint8_t new_val;
     do {
+        level--; /* current's level after the step */
         child = current; /* U4-U5 */
         current >>= 1;
+        BUDDY_CHAOS();
         /* U7. relaxed: the CAS below validates it. */
         uint8_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
         do {
             if (!(val & side_coal(child))) /* U8-U9: an allocation took this side */
                 return;
             new_val = (uint8_t)(val & ~(side_occ(child) | side_coal(child))); /* U10 */
+            BUDDY_CHAOS();
             /* U11. acq_rel: release makes the chunks merged here (and their previous
              * owners' accesses, acquired through F20 and lower U11s) visible to the
              * allocation that takes this node; failure means another thread changed the
@@ -200,14 +212,15 @@ static void flat_unmark(struct buddy *b, uint64_t n, unsigned upper)
         } while (!atomic_compare_exchange_weak_explicit(&b->tree[current], &val, new_val,
                                                         memory_order_acq_rel,
                                                         memory_order_relaxed));
-    } while (node_level(current) > upper && !is_occ_buddy(new_val, child)); /* U12-U13 */
+    } while (level > upper && !is_occ_buddy(new_val, child)); /* U12-U13 */
 }
 
 /* FREENODE (Alg. 4): releases node n, climbing no higher than level `upper`. */
-static void flat_freenode(struct buddy *b, uint64_t n, unsigned upper)
+static void flat_freenode(struct buddy *b, uint64_t n, unsigned level, unsigned upper)
 {
-    uint64_t current = n >> 1, child = n; /* F6-F7 */
-    while (node_level(child) > upper) {   /* F8 */
+    uint64_t current = n >> 1, child = n;                    /* F6-F7 */
+    for (unsigned l = level; l > upper; l--) { /* F8: l is child's level */
+        BUDDY_CHAOS();
         /* F9-F14: the VCAS loop that ORs our side's coalescing bit is a fetch-or.
          * acq_rel: acquire sees the buddy's bits as of now for F15; release orders our
          * accesses to the chunk before the coalescing mark that lets the buddy's
@@ -219,11 +232,14 @@ static void flat_freenode(struct buddy *b, uint64_t n, unsigned upper)
         child = current; /* F18-F19 */
         current >>= 1;
     }
+    BUDDY_CHAOS();
     /* F20. release: we are the only writer of a live node; pairs with the acquire of the
      * next T2 on it, so our accesses to the chunk happen before the next owner's. */
     atomic_store_explicit(&b->tree[n], 0, memory_order_release);
-    if (node_level(n) != upper) /* F21-F22 */
-        flat_unmark(b, n, upper);
+    if (level != upper) { /* F21-F22 */
+        BUDDY_CHAOS();
+        flat_unmark(b, n, level, upper);
+    }
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -235,6 +251,7 @@ struct position {
     _Atomic uint64_t *word;
     uint64_t mask;       /* the bits of the node's slots in the word */
     unsigned shift;      /* bit of its first slot */
+    unsigned count;      /* number of its slots */
     unsigned root_level; /* level of the bunch root */
     uint64_t root;       /* the bunch root (node index) */
 };
@@ -250,9 +267,25 @@ static inline void packed_locate(const struct buddy *b, uint64_t n, unsigned lev
     unsigned count = 1u << (bottom - level);
     pos->word = &b->words[b->bunch_offset[k] + (root - ((uint64_t)1 << root_level))];
     pos->shift = (unsigned)first * SLOT_BITS;
+    pos->count = count;
     pos->mask = (((uint64_t)1 << (count * SLOT_BITS)) - 1) << pos->shift;
     pos->root_level = root_level;
     pos->root = root;
+}
+
+/* The slot above bunch root `child` (at child_level > base_level): the parent of child,
+ * a bottom node of the bunch four levels up, whose slots are always all at its level. */
+static inline void packed_locate_parent(const struct buddy *b, uint64_t child,
+                                        unsigned child_level, struct position *up)
+{
+    unsigned k = (child_level - b->base_level) >> 2;
+    uint64_t root = child >> 4;
+    up->word = &b->words[b->bunch_offset[k - 1] + (root - ((uint64_t)1 << (child_level - 4)))];
+    up->shift = (unsigned)((child >> 1) & 7) * SLOT_BITS;
+    up->count = 1;
+    up->mask = (uint64_t)SLOT_MASK << up->shift;
+    up->root_level = child_level - 4;
+    up->root = root;
 }
 
 static inline bool packed_is_free(const struct buddy *b, uint64_t n, unsigned level)
@@ -263,18 +296,22 @@ static inline bool packed_is_free(const struct buddy *b, uint64_t n, unsigned le
     return (atomic_load_explicit(pos.word, memory_order_relaxed) & pos.mask) == 0;
 }
 
-/* The derived F15 test for the inner levels of a bunch: walking from node m (at `level`)
- * up to the bunch root, is some buddy on the way allocated and not coalescing? Then a
- * release below m cannot merge past the root (its climb stops early). */
-static bool packed_buddy_blocks(const struct buddy *b, uint64_t word, uint64_t m,
-                                unsigned level, unsigned root_level)
+/* The derived F15 test for the inner levels of a bunch: walking from node m (at `level`,
+ * its slots at pos) up to the bunch root, is some buddy on the way allocated and not
+ * coalescing? Then a release below m cannot merge past the root (its climb stops early).
+ * The buddy's slots are the run of the same length just after (m left) or before (m
+ * right) m's own; the parent's slots are both runs. */
+static bool packed_buddy_blocks(uint64_t word, uint64_t m, unsigned level,
+                                const struct position *pos)
 {
-    for (; level > root_level; m >>= 1, level--) {
-        struct position buddy;
-        packed_locate(b, m ^ 1, level, &buddy);
-        uint64_t bits = word & buddy.mask;
+    uint64_t mask = pos->mask;
+    unsigned width = pos->count * SLOT_BITS;
+    for (; level > pos->root_level; m >>= 1, level--, width *= 2) {
+        uint64_t buddy = (m & 1) ? mask >> width : mask << width;
+        uint64_t bits = word & buddy;
         if ((bits & BUSY_REP) && !(bits & COAL_REP))
             return true;
+        mask |= buddy;
     }
     return false;
 }
@@ -293,27 +330,29 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigne
          * acq_rel: acquire sees the other slots' bits for the test below; release orders
          * our accesses to the chunk before the mark. */
         uint64_t coal = COAL_REP & pos.mask;
+        BUDDY_CHAOS();
         uint64_t word = atomic_fetch_or_explicit(pos.word, coal, memory_order_acq_rel) | coal;
-        if (!packed_buddy_blocks(b, word, n, level, pos.root_level)) { /* F15 inside */
+        if (!packed_buddy_blocks(word, n, level, &pos)) { /* F15 inside */
             uint64_t child = pos.root;
             unsigned child_level = pos.root_level;
             while (child_level > upper) { /* F8 */
                 struct position up;
-                packed_locate(b, child >> 1, child_level - 1, &up);
+                packed_locate_parent(b, child, child_level, &up);
                 uint64_t bit = (uint64_t)side_coal(child) << up.shift;
+                BUDDY_CHAOS();
                 /* F9-F14 as a fetch-or, as in the 1-level tree; same order and reason. */
                 uint64_t old = atomic_fetch_or_explicit(up.word, bit, memory_order_acq_rel);
                 unsigned val = (unsigned)(old >> up.shift) & SLOT_MASK;
                 if (is_occ_buddy(val, child) && !is_coal_buddy(val, child)) /* F15-F17 */
                     break;
-                if (packed_buddy_blocks(b, old | bit, child >> 1, child_level - 1,
-                                        up.root_level))
+                if (packed_buddy_blocks(old | bit, child >> 1, child_level - 1, &up))
                     break;
                 child = up.root; /* F18-F19 */
                 child_level = up.root_level;
             }
         }
     }
+    BUDDY_CHAOS();
     /* F20 as a fetch-and: the word is shared with the other nodes of the bunch.
      * acq_rel: release pairs with the acquire of the next T2 on these slots (our accesses
      * to the chunk happen before the next owner's); acquire lets the release whose
@@ -322,8 +361,10 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigne
     word &= ~pos.mask;
     /* F21-F22, with U12-U13 for the inner levels: climb out of the bunch only if it has
      * become entirely free. */
-    if (pos.root_level > upper && !(word & BUSY_REP))
+    if (pos.root_level > upper && !(word & BUSY_REP)) {
+        BUDDY_CHAOS();
         packed_unmark(b, pos.root, pos.root_level, upper);
+    }
 }
 
 /* UNMARK (Alg. 5) on the packed tree, from the slot above bunch root `child`. */
@@ -331,9 +372,10 @@ static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level,
 {
     for (;;) {
         struct position up;
-        packed_locate(b, child >> 1, child_level - 1, &up);
+        packed_locate_parent(b, child, child_level, &up);
         uint64_t coal = (uint64_t)side_coal(child) << up.shift;
         uint64_t clear = coal | ((uint64_t)side_occ(child) << up.shift);
+        BUDDY_CHAOS();
         /* U7. relaxed: the CAS below validates it. */
         uint64_t word = atomic_load_explicit(up.word, memory_order_relaxed);
         uint64_t new_word;
@@ -341,6 +383,7 @@ static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level,
             if (!(word & coal)) /* U8-U9 */
                 return;
             new_word = word & ~clear; /* U10 */
+            BUDDY_CHAOS();
             /* U11. acq_rel, as in the 1-level tree: release hands the merged memory to
              * the allocation that takes it; a failure means another thread changed the
              * bunch: retry (lock-free). */
@@ -365,6 +408,7 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
     do {
         if (word & pos.mask)
             return n;
+        BUDDY_CHAOS();
         /* acq_rel: as T2 in the 1-level tree. A failure here means another node of the
          * bunch changed: retry (lock-free). */
     } while (!atomic_compare_exchange_weak_explicit(pos.word, &word, word | (BUSY_REP & pos.mask),
@@ -374,10 +418,11 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
     while (child_level > b->base_level) { /* T5 */
         struct position up;
         uint64_t current = child >> 1;
-        packed_locate(b, current, child_level - 1, &up);
+        packed_locate_parent(b, child, child_level, &up);
         uint64_t occ = (uint64_t)OCC << up.shift;
         uint64_t coal = (uint64_t)side_coal(child) << up.shift;
         uint64_t mark = (uint64_t)side_occ(child) << up.shift;
+        BUDDY_CHAOS();
         /* T9. relaxed: the CAS validates it. */
         word = atomic_load_explicit(up.word, memory_order_relaxed);
         do {
@@ -385,6 +430,7 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
                 packed_freenode(b, n, level, child_level);
                 return current;
             }
+            BUDDY_CHAOS();
             /* T13-T15. acq_rel and lock-free as in the 1-level tree. */
         } while (!atomic_compare_exchange_weak_explicit(up.word, &word, (word & ~coal) | mark,
                                                         memory_order_acq_rel,
@@ -405,7 +451,7 @@ static inline bool node_is_free(const struct buddy *b, uint64_t n, unsigned leve
 
 static inline uint64_t node_tryalloc(struct buddy *b, uint64_t n, unsigned level)
 {
-    return (b->flags & BUDDY_PACKED) ? packed_tryalloc(b, n, level) : flat_tryalloc(b, n);
+    return (b->flags & BUDDY_PACKED) ? packed_tryalloc(b, n, level) : flat_tryalloc(b, n, level);
 }
 
 /* A6-A14 over nodes [lo, hi) of `level`: the node taken, or 0. */
@@ -414,6 +460,7 @@ static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_
     uint64_t i = lo;
     while (i < hi) {
         if (node_is_free(b, i, level)) { /* A7 */
+            BUDDY_CHAOS();
             uint64_t failed_at = node_tryalloc(b, i, level);
             if (!failed_at)
                 return i;
@@ -580,7 +627,7 @@ bool buddy_free(struct buddy *b, void *p)
     if (b->flags & BUDDY_PACKED)
         packed_freenode(b, n, level, b->base_level); /* F3 */
     else
-        flat_freenode(b, n, b->base_level); /* F3 */
+        flat_freenode(b, n, level, b->base_level); /* F3 */
     /* F4. release: pairs with A4/A15 so that an allocation that sees the new count also
      * sees the node released. */
     atomic_fetch_add_explicit(&b->release_count, 1, memory_order_release);
