@@ -32,9 +32,9 @@
 #include "buddy.h"
 #include "spinbuddy.h"
 
-#define REGION    ((size_t)1 << 30)
-#define MIN_CHUNK ((size_t)4096)
-#define MAX_CHUNK ((size_t)4 << 20)
+#define REGION      ((size_t)1 << 30)
+#define MIN_CHUNK   ((size_t)4096)
+#define MAX_CHUNK   ((size_t)4 << 20)
 #define MAX_THREADS 64
 #define MAX_RUNS    15
 
@@ -47,11 +47,11 @@ static const char *scenario_title[SCENARIOS] = {"Cached allocation", "Linux scal
                                                 "Thread test", "Constant occupancy"};
 
 /* Work per measurement in alloc+free pairs (at scale 100), and the burst lengths. */
-#define PAIRS         600000
-#define MMAP_DIVISOR  20
-#define LINUX_BURST   256  /* per thread */
-#define THREAD_BURST  2048 /* all threads together */
-#define POOL_UNIT     4    /* occupancy pool: 8u, 4u, 2u, u chunks of s, 2s, 4s, 8s */
+#define PAIRS        600000
+#define MMAP_DIVISOR 20
+#define LINUX_BURST  256  /* per thread */
+#define THREAD_BURST 2048 /* all threads together */
+#define POOL_UNIT    4    /* occupancy pool: 8u, 4u, 2u, u chunks of s, 2s, 4s, 8s */
 
 struct instance {
     enum kind kind;
@@ -199,8 +199,8 @@ static double measure(enum kind kind, enum scenario sc, size_t size, unsigned th
 {
     struct instance in = {.kind = kind};
     if (kind == NBBS_1LVL || kind == NBBS_4LVL) {
-        in.nbbs = buddy_create(NULL, REGION, MIN_CHUNK, MAX_CHUNK,
-                               kind == NBBS_4LVL ? BUDDY_PACKED : 0);
+        in.nbbs =
+            buddy_create(NULL, REGION, MIN_CHUNK, MAX_CHUNK, kind == NBBS_4LVL ? BUDDY_PACKED : 0);
         if (!in.nbbs) {
             perror("buddy_create");
             exit(1);
@@ -212,17 +212,20 @@ static double measure(enum kind kind, enum scenario sc, size_t size, unsigned th
             exit(1);
         }
     }
-    if (kind == MMAP)
-        total_pairs /= MMAP_DIVISOR;
+    if (kind == MMAP) total_pairs /= MMAP_DIVISOR;
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, threads);
     struct job jobs[MAX_THREADS];
     unsigned long share = total_pairs / threads;
-    if (sc == LINUX && share < LINUX_BURST)
-        share = LINUX_BURST;
+    if (sc == LINUX && share < LINUX_BURST) share = LINUX_BURST;
     for (unsigned i = 0; i < threads; i++) {
-        jobs[i] = (struct job){.in = &in, .scenario = sc, .size = size, .threads = threads,
-                               .id = i, .pairs = share, .start = &start};
+        jobs[i] = (struct job){.in = &in,
+                               .scenario = sc,
+                               .size = size,
+                               .threads = threads,
+                               .id = i,
+                               .pairs = share,
+                               .start = &start};
         if (pthread_create(&jobs[i].thread, NULL, job_main, &jobs[i])) {
             perror("pthread_create");
             exit(1);
@@ -240,10 +243,8 @@ static double measure(enum kind kind, enum scenario sc, size_t size, unsigned th
         done += (share + burst - 1) / burst * burst;
     }
     pthread_barrier_destroy(&start);
-    if (in.nbbs)
-        buddy_destroy(in.nbbs);
-    if (in.spin)
-        spinbuddy_destroy(in.spin);
+    if (in.nbbs) buddy_destroy(in.nbbs);
+    if (in.spin) spinbuddy_destroy(in.spin);
     return (double)done / (t1 - t0) / 1e6;
 }
 
@@ -307,8 +308,7 @@ int main(int argc, char **argv)
             return 2;
         }
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
-    if (csv)
-        fprintf(csv, "scenario,size,threads,allocator,run,mpairs_per_s,ratio_to_nbbs_1lvl\n");
+    if (csv) fprintf(csv, "scenario,size,threads,allocator,run,mpairs_per_s,ratio_to_nbbs_1lvl\n");
     unsigned long total = (unsigned long)PAIRS * scale / 100;
     printf("Throughput in millions of alloc+free pairs per second (all threads), median of %u "
            "runs;\nin brackets: throughput relative to nbbs-1lvl in the same run. Region 1 GiB, "
@@ -318,8 +318,7 @@ int main(int argc, char **argv)
     double geo_sum[KINDS] = {0};
     unsigned geo_n = 0;
     for (unsigned sc = 0; sc < SCENARIOS; sc++) {
-        if (!want[sc])
-            continue;
+        if (!want[sc]) continue;
         printf("\n### %s%s\n\n| size | allocator |", scenario_title[sc],
                sc == OCCUPANCY ? " (sizes s..8s)" : "");
         for (unsigned t = 0; t < nthreads; t++)
@@ -333,8 +332,8 @@ int main(int argc, char **argv)
             for (unsigned t = 0; t < nthreads; t++)
                 for (unsigned r = 0; r < runs; r++)
                     for (unsigned k = 0; k < KINDS; k++) {
-                        thr[k][t][r] = measure(k, sc, sizes[z], (unsigned)threads[t], total,
-                                               &failures[k]);
+                        thr[k][t][r] =
+                            measure(k, sc, sizes[z], (unsigned)threads[t], total, &failures[k]);
                         ratio[k][t][r] = thr[k][t][r] / thr[NBBS_1LVL][t][r];
                         if (csv)
                             fprintf(csv, "%s,%lu,%lu,%s,%u,%.4f,%.4f\n", scenario_name[sc],
@@ -366,7 +365,6 @@ int main(int argc, char **argv)
     for (unsigned k = 0; k < KINDS; k++)
         if (failures[k])
             printf("note: %s returned NULL %lu times (retried)\n", kind_name[k], failures[k]);
-    if (csv)
-        fclose(csv);
+    if (csv) fclose(csv);
     return 0;
 }

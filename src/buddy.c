@@ -83,8 +83,14 @@
 
 /* Alg. 1, on the 5-bit value of a node (or slot) and the index of the child we come from:
  * the left child is even, the right child odd, and "LEFT >> 1" is the matching RIGHT. */
-static inline unsigned side_occ(uint64_t child) { return OCC_LEFT >> (child & 1); }
-static inline unsigned side_coal(uint64_t child) { return COAL_LEFT >> (child & 1); }
+static inline unsigned side_occ(uint64_t child)
+{
+    return OCC_LEFT >> (child & 1);
+}
+static inline unsigned side_coal(uint64_t child)
+{
+    return COAL_LEFT >> (child & 1);
+}
 static inline bool is_occ_buddy(unsigned val, uint64_t child)
 {
     return val & (OCC_RIGHT << (child & 1));
@@ -94,7 +100,10 @@ static inline bool is_coal_buddy(unsigned val, uint64_t child)
     return val & (COAL_RIGHT << (child & 1));
 }
 
-static inline unsigned node_level(uint64_t n) { return 63u - (unsigned)__builtin_clzll(n); }
+static inline unsigned node_level(uint64_t n)
+{
+    return 63u - (unsigned)__builtin_clzll(n);
+}
 
 /* Distinguishes instances in the per-thread hint cache (never reused, so a destroyed
  * instance's hints are never taken for a new one's). */
@@ -180,9 +189,8 @@ static uint64_t flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
              * ancestor (U11) when we end up taking memory it merged; release publishes
              * our side's occupancy. A failure means another thread changed this node:
              * retry with its value (lock-free). */
-        } while (!atomic_compare_exchange_weak_explicit(&b->tree[current], &val, new_val,
-                                                        memory_order_acq_rel,
-                                                        memory_order_relaxed));
+        } while (!atomic_compare_exchange_weak_explicit(
+            &b->tree[current], &val, new_val, memory_order_acq_rel, memory_order_relaxed));
     }
     return 0; /* T16 */
 }
@@ -194,7 +202,7 @@ static void flat_unmark(struct buddy *b, uint64_t n, unsigned level, unsigned up
     uint64_t current = n, child;
     uint8_t new_val;
     do {
-        level--; /* current's level after the step */
+        level--;         /* current's level after the step */
         child = current; /* U4-U5 */
         current >>= 1;
         BUDDY_CHAOS();
@@ -209,16 +217,15 @@ static void flat_unmark(struct buddy *b, uint64_t n, unsigned level, unsigned up
              * owners' accesses, acquired through F20 and lower U11s) visible to the
              * allocation that takes this node; failure means another thread changed the
              * node: retry (lock-free). */
-        } while (!atomic_compare_exchange_weak_explicit(&b->tree[current], &val, new_val,
-                                                        memory_order_acq_rel,
-                                                        memory_order_relaxed));
+        } while (!atomic_compare_exchange_weak_explicit(
+            &b->tree[current], &val, new_val, memory_order_acq_rel, memory_order_relaxed));
     } while (level > upper && !is_occ_buddy(new_val, child)); /* U12-U13 */
 }
 
 /* FREENODE (Alg. 4): releases node n, climbing no higher than level `upper`. */
 static void flat_freenode(struct buddy *b, uint64_t n, unsigned level, unsigned upper)
 {
-    uint64_t current = n >> 1, child = n;                    /* F6-F7 */
+    uint64_t current = n >> 1, child = n;      /* F6-F7 */
     for (unsigned l = level; l > upper; l--) { /* F8: l is child's level */
         BUDDY_CHAOS();
         /* F9-F14: the VCAS loop that ORs our side's coalescing bit is a fetch-or.
@@ -275,8 +282,8 @@ static inline void packed_locate(const struct buddy *b, uint64_t n, unsigned lev
 
 /* The slot above bunch root `child` (at child_level > base_level): the parent of child,
  * a bottom node of the bunch four levels up, whose slots are always all at its level. */
-static inline void packed_locate_parent(const struct buddy *b, uint64_t child,
-                                        unsigned child_level, struct position *up)
+static inline void packed_locate_parent(const struct buddy *b, uint64_t child, unsigned child_level,
+                                        struct position *up)
 {
     unsigned k = (child_level - b->base_level) >> 2;
     uint64_t root = child >> 4;
@@ -309,8 +316,7 @@ static bool packed_buddy_blocks(uint64_t word, uint64_t m, unsigned level,
     for (; level > pos->root_level; m >>= 1, level--, width *= 2) {
         uint64_t buddy = (m & 1) ? mask >> width : mask << width;
         uint64_t bits = word & buddy;
-        if ((bits & BUSY_REP) && !(bits & COAL_REP))
-            return true;
+        if ((bits & BUSY_REP) && !(bits & COAL_REP)) return true;
         mask |= buddy;
     }
     return false;
@@ -345,8 +351,7 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigne
                 unsigned val = (unsigned)(old >> up.shift) & SLOT_MASK;
                 if (is_occ_buddy(val, child) && !is_coal_buddy(val, child)) /* F15-F17 */
                     break;
-                if (packed_buddy_blocks(old | bit, child >> 1, child_level - 1, &up))
-                    break;
+                if (packed_buddy_blocks(old | bit, child >> 1, child_level - 1, &up)) break;
                 child = up.root; /* F18-F19 */
                 child_level = up.root_level;
             }
@@ -387,9 +392,8 @@ static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level,
             /* U11. acq_rel, as in the 1-level tree: release hands the merged memory to
              * the allocation that takes it; a failure means another thread changed the
              * bunch: retry (lock-free). */
-        } while (!atomic_compare_exchange_weak_explicit(up.word, &word, new_word,
-                                                        memory_order_acq_rel,
-                                                        memory_order_relaxed));
+        } while (!atomic_compare_exchange_weak_explicit(
+            up.word, &word, new_word, memory_order_acq_rel, memory_order_relaxed));
         child = up.root;
         child_level = up.root_level;
         if (child_level <= upper || (new_word & BUSY_REP)) /* U12-U13 for the bunch */
@@ -406,8 +410,7 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
      * BUSY, so this also rejects those). relaxed load: the CAS validates it. */
     uint64_t word = atomic_load_explicit(pos.word, memory_order_relaxed);
     do {
-        if (word & pos.mask)
-            return n;
+        if (word & pos.mask) return n;
         BUDDY_CHAOS();
         /* acq_rel: as T2 in the 1-level tree. A failure here means another node of the
          * bunch changed: retry (lock-free). */
@@ -432,9 +435,8 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
             }
             BUDDY_CHAOS();
             /* T13-T15. acq_rel and lock-free as in the 1-level tree. */
-        } while (!atomic_compare_exchange_weak_explicit(up.word, &word, (word & ~coal) | mark,
-                                                        memory_order_acq_rel,
-                                                        memory_order_relaxed));
+        } while (!atomic_compare_exchange_weak_explicit(
+            up.word, &word, (word & ~coal) | mark, memory_order_acq_rel, memory_order_relaxed));
         child = up.root;
         child_level = up.root_level;
     }
@@ -462,8 +464,7 @@ static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_
         if (node_is_free(b, i, level)) { /* A7 */
             BUDDY_CHAOS();
             uint64_t failed_at = node_tryalloc(b, i, level);
-            if (!failed_at)
-                return i;
+            if (!failed_at) return i;
             /* A13-A14: skip the subtree of the node that failed us. */
             i = (failed_at + 1) << (level - node_level(failed_at));
         } else {
@@ -491,13 +492,15 @@ size_t buddy_metadata_size(size_t size, size_t min_chunk, unsigned flags)
     return (bytes + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
 }
 
-static inline bool is_pow2(size_t x) { return x && !(x & (x - 1)); }
+static inline bool is_pow2(size_t x)
+{
+    return x && !(x & (x - 1));
+}
 
 struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t max_chunk,
                            unsigned flags)
 {
-    if (!max_chunk)
-        max_chunk = size;
+    if (!max_chunk) max_chunk = size;
     if (!is_pow2(size) || !is_pow2(min_chunk) || !is_pow2(max_chunk) ||
         min_chunk < BUDDY_MIN_CHUNK || min_chunk > max_chunk || max_chunk > size ||
         (flags & ~BUDDY_FLAGS) || ((uintptr_t)region & (min_chunk - 1)) ||
@@ -566,10 +569,8 @@ struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t m
 
 void buddy_destroy(struct buddy *b)
 {
-    if (!b)
-        return;
-    if (b->owns_region)
-        os_unmap(b->base, b->size < OS_PAGE_SIZE ? OS_PAGE_SIZE : b->size);
+    if (!b) return;
+    if (b->owns_region) os_unmap(b->base, b->size < OS_PAGE_SIZE ? OS_PAGE_SIZE : b->size);
     os_unmap(b, b->meta_size);
 }
 
@@ -591,8 +592,7 @@ void *buddy_alloc(struct buddy *b, size_t bytes)
         /* A6-A14, starting at the thread's hint (§3.6.1; the paper allows any start)
          * and wrapping around to the beginning of the level. */
         uint64_t n = scan_level(b, level, start, end);
-        if (!n && start > first)
-            n = scan_level(b, level, first, start);
+        if (!n && start > first) n = scan_level(b, level, first, start);
         if (n) {
             uint64_t offset = (n - first) << chunk_shift;
             /* A10. release: pairs with the acquire in buddy_free / buddy_chunk_size, which
@@ -617,8 +617,7 @@ bool buddy_free(struct buddy *b, void *p)
     size_t leaf = offset >> b->min_shift;
     /* F2. acquire: pairs with the release store at A10. */
     unsigned tag = atomic_load_explicit(&b->index[leaf], memory_order_acquire);
-    if (LFH_UNLIKELY(!tag))
-        return false;
+    if (LFH_UNLIKELY(!tag)) return false;
     unsigned level = tag - 1;
     uint64_t n = ((uint64_t)1 << level) + (offset >> (b->size_shift - level));
     /* relaxed: the release RMWs and the F20 store below order this before any new
@@ -639,8 +638,7 @@ bool buddy_free(struct buddy *b, void *p)
 size_t buddy_chunk_size(const struct buddy *b, const void *p)
 {
     uintptr_t offset = (uintptr_t)p - (uintptr_t)b->base;
-    if (offset >= b->size || (offset & (((uintptr_t)1 << b->min_shift) - 1)))
-        return 0;
+    if (offset >= b->size || (offset & (((uintptr_t)1 << b->min_shift) - 1))) return 0;
     /* acquire: pairs with the release store at A10. */
     unsigned tag = atomic_load_explicit(&b->index[offset >> b->min_shift], memory_order_acquire);
     return tag ? (size_t)1 << (b->size_shift - (tag - 1)) : 0;
@@ -659,20 +657,21 @@ lfh_buddy *lfh_buddy_create(void *region, size_t size, size_t min_chunk, size_t 
     return (lfh_buddy *)buddy_create(region, size, min_chunk, max_chunk, flags);
 }
 
-void lfh_buddy_destroy(lfh_buddy *b) { buddy_destroy((struct buddy *)b); }
+void lfh_buddy_destroy(lfh_buddy *b)
+{
+    buddy_destroy((struct buddy *)b);
+}
 
 void *lfh_buddy_alloc(lfh_buddy *b, size_t size)
 {
     void *p = buddy_alloc((struct buddy *)b, size);
-    if (!p)
-        errno = ENOMEM;
+    if (!p) errno = ENOMEM;
     return p;
 }
 
 int lfh_buddy_free(lfh_buddy *b, void *p)
 {
-    if (buddy_free((struct buddy *)b, p))
-        return 0;
+    if (buddy_free((struct buddy *)b, p)) return 0;
     errno = EINVAL;
     return -1;
 }
@@ -687,4 +686,7 @@ int lfh_buddy_contains(const lfh_buddy *b, const void *p)
     return buddy_contains((const struct buddy *)b, p);
 }
 
-void *lfh_buddy_base(const lfh_buddy *b) { return buddy_base((const struct buddy *)b); }
+void *lfh_buddy_base(const lfh_buddy *b)
+{
+    return buddy_base((const struct buddy *)b);
+}

@@ -54,21 +54,21 @@ struct buddy {
     _Alignas(64) _Atomic uint64_t release_count;
 
     /* Read-only after buddy_create. */
-    _Alignas(64) char *base;       /* first byte of the region */
-    size_t size;                   /* bytes in the region: 1 << size_shift */
-    size_t max_chunk;              /* largest chunk: 1 << (size_shift - base_level) */
-    unsigned size_shift;           /* log2(size) */
-    unsigned min_shift;            /* log2(min_chunk) */
-    unsigned depth;                /* level of the leaves; the root is level 0 */
-    unsigned base_level;           /* level of max_chunk nodes; the climbs stop there */
-    unsigned flags;                /* BUDDY_* */
-    bool owns_region;              /* reserved by buddy_create: unmapped by destroy */
-    uint64_t serial;               /* unique per instance: tags the per-thread hints */
-    _Atomic uint8_t *tree;         /* 1-level: node n at tree[n], n = 1 .. 2^(depth+1)-1 */
-    _Atomic uint64_t *words;       /* packed: one word per bunch */
-    _Atomic uint8_t *index;        /* per leaf: 1 + level of the chunk starting there */
-    size_t meta_size;              /* bytes of the metadata mapping (this struct first) */
-    unsigned bunch_levels;         /* packed: number of bunch levels */
+    _Alignas(64) char *base; /* first byte of the region */
+    size_t size;             /* bytes in the region: 1 << size_shift */
+    size_t max_chunk;        /* largest chunk: 1 << (size_shift - base_level) */
+    unsigned size_shift;     /* log2(size) */
+    unsigned min_shift;      /* log2(min_chunk) */
+    unsigned depth;          /* level of the leaves; the root is level 0 */
+    unsigned base_level;     /* level of max_chunk nodes; the climbs stop there */
+    unsigned flags;          /* BUDDY_* */
+    bool owns_region;        /* reserved by buddy_create: unmapped by destroy */
+    uint64_t serial;         /* unique per instance: tags the per-thread hints */
+    _Atomic uint8_t *tree;   /* 1-level: node n at tree[n], n = 1 .. 2^(depth+1)-1 */
+    _Atomic uint64_t *words; /* packed: one word per bunch */
+    _Atomic uint8_t *index;  /* per leaf: 1 + level of the chunk starting there */
+    size_t meta_size;        /* bytes of the metadata mapping (this struct first) */
+    unsigned bunch_levels;   /* packed: number of bunch levels */
     size_t bunch_offset[BUDDY_MAX_BUNCH_LEVELS]; /* packed: first word of each */
 };
 
@@ -105,9 +105,21 @@ static inline bool buddy_contains(const struct buddy *b, const void *p)
     return (uintptr_t)p - (uintptr_t)b->base < b->size;
 }
 
-static inline void *buddy_base(const struct buddy *b) { return b->base; }
-static inline size_t buddy_size(const struct buddy *b) { return b->size; }
-static inline size_t buddy_min_chunk(const struct buddy *b) { return (size_t)1 << b->min_shift; }
-static inline size_t buddy_max_chunk(const struct buddy *b) { return b->max_chunk; }
+static inline void *buddy_base(const struct buddy *b)
+{
+    return b->base;
+}
+static inline size_t buddy_size(const struct buddy *b)
+{
+    return b->size;
+}
+static inline size_t buddy_min_chunk(const struct buddy *b)
+{
+    return (size_t)1 << b->min_shift;
+}
+static inline size_t buddy_max_chunk(const struct buddy *b)
+{
+    return b->max_chunk;
+}
 
 #endif
