@@ -315,7 +315,7 @@ int main(int argc, char **argv)
            "chunks 4 KiB - 4 MiB;\n%lu pairs per measurement (mmap: %lu).\n",
            runs, total, total / MMAP_DIVISOR);
     unsigned long failures[KINDS] = {0};
-    double geo_sum[KINDS] = {0};
+    double geo_sum[KINDS][8] = {{0}};
     unsigned geo_n = 0;
     for (unsigned sc = 0; sc < SCENARIOS; sc++) {
         if (!want[sc]) continue;
@@ -348,19 +348,33 @@ int main(int argc, char **argv)
                         printf(" %.2f |", m);
                     else
                         printf(" %.2f (%.2f) |", m, q);
-                    geo_sum[k] += log(q);
+                    geo_sum[k][t] += log(q);
                 }
                 printf("\n");
             }
-            geo_n += nthreads;
+            geo_n++;
             fflush(stdout);
         }
     }
     if (geo_n) {
-        printf("\nGeometric mean over all cells of the throughput relative to nbbs-1lvl:");
-        for (unsigned k = 1; k < KINDS; k++)
-            printf(" %s %.2f;", kind_name[k], exp(geo_sum[k] / geo_n));
+        printf("\n### Summary: throughput relative to nbbs-1lvl, geometric mean over the %u "
+               "scenario x size cells\n\n| allocator |",
+               geo_n);
+        for (unsigned t = 0; t < nthreads; t++)
+            printf(" %lu thr |", threads[t]);
+        printf(" all |\n|---|");
+        for (unsigned t = 0; t <= nthreads; t++)
+            printf("---|");
         printf("\n");
+        for (unsigned k = 1; k < KINDS; k++) {
+            double all = 0;
+            printf("| %s |", kind_name[k]);
+            for (unsigned t = 0; t < nthreads; t++) {
+                printf(" %.2f |", exp(geo_sum[k][t] / geo_n));
+                all += geo_sum[k][t];
+            }
+            printf(" %.2f |\n", exp(all / (geo_n * nthreads)));
+        }
     }
     for (unsigned k = 0; k < KINDS; k++)
         if (failures[k])

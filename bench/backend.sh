@@ -13,8 +13,8 @@ out="bench/results/backend-$stamp"
     echo
     echo "Machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')),"
     echo "Linux $(uname -r), $(${CC:-gcc} --version | head -1)."
-    echo "Command: build/bench/backend -r 5 $*"
+    echo "Command: build/bench/backend -r 7 $*"
     echo
-    build/bench/backend -r 5 -c "$out.csv" "$@"
+    build/bench/backend -r 7 -c "$out.csv" "$@"
 } | tee "$out.md"
 echo "kept: $out.md $out.csv" >&2

@@ -179,7 +179,7 @@ static uint64_t flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
         uint8_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
         uint8_t new_val;
         do {
-            if (val & OCC) { /* T10-T12: an ancestor is a live chunk; undo our marks. */
+            if (val & OCC) { /* T10-T12: an ancestor is taken; undo our marks. */
                 flat_freenode(b, n, level, l);
                 return current;
             }
