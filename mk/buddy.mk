@@ -1,0 +1,22 @@
+# The buddy back-end (src/buddy.c): its tests and its benchmark.
+#   build/t{,-tsan,-asan}/test_buddy, build/t{,-tsan}/test_buddy_chaos
+#                                                  run by tests/suites/buddy.sh
+#   build/bench/backend                            `make bench-backend`
+TEST_BINS += $(BUILD)/t/test_buddy $(BUILD)/t-tsan/test_buddy $(BUILD)/t-asan/test_buddy
+
+BENCH_CFLAGS := $(CSTD) $(WARN) -O2 -g -Iinclude -Isrc -Ibench -pthread
+$(BUILD)/bench/backend: bench/backend.c bench/spinbuddy.c bench/spinbuddy.h \
+                        $(BUILD)/liblfheap-prefix.a
+	@mkdir -p $(@D)
+	$(CC) $(BENCH_CFLAGS) bench/backend.c bench/spinbuddy.c -o $@ $(BUILD)/liblfheap-prefix.a -lm
+
+.PHONY: bench-backend
+bench-backend: $(BUILD)/bench/backend
+	bash bench/backend.sh
+
+# The chaos test compiles src/buddy.c and tests/test_buddy.c into itself.
+TEST_BINS += $(BUILD)/t/test_buddy_chaos $(BUILD)/t-tsan/test_buddy_chaos
+$(BUILD)/t/test_buddy_chaos $(BUILD)/t-tsan/test_buddy_chaos: tests/test_buddy.c src/buddy.c \
+                                                              src/buddy.h include/lfheap_buddy.h
+$(BUILD)/t/test_buddy $(BUILD)/t-tsan/test_buddy $(BUILD)/t-asan/test_buddy: src/buddy.h \
+    include/lfheap_buddy.h

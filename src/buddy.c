@@ -1,0 +1,692 @@
+/*
+ * buddy: the non-blocking buddy system of NBBS (seeds/001), written from Algorithms 1-5.
+ *
+ * What it does. A region of 2^size_shift bytes is a complete binary tree: node 1 is the
+ * region, node n has children 2n and 2n+1, node n at level l = floor(log2 n) is the chunk
+ * of size >> l bytes at offset (n - 2^l) * (size >> l). Each node has the five status
+ * bits of NBBS Table 1: OCC (this node is a live chunk), OCC_LEFT/OCC_RIGHT (something
+ * below on that side is allocated), COAL_LEFT/COAL_RIGHT (a release below on that side
+ * is on its way up). Allocation (Alg. 2-3) takes a free node with one CAS and climbs to
+ * base_level setting its side's occupancy bit in every ancestor; it aborts and undoes
+ * its marks if an ancestor is OCC. Release (Alg. 4-5) climbs first to mark its side as
+ * coalescing, stopping early where the buddy stays allocated, clears the node, and
+ * climbs again clearing the bits it marked, so that buddies merge without any lock.
+ *
+ * Two layouts, chosen per instance. 1-level: one byte per node, the algorithms line by
+ * line. Packed (§3.6.2): levels are grouped four at a time into "bunches"; a bunch (a
+ * node and its descendants three levels down) is one 64-bit word holding only the five
+ * bits of each of its eight bottom nodes ("slots"). The state of an inner node of a
+ * bunch is derived from its slots: occupied-on-a-side = any occupancy bit in that side's
+ * slots, coalescing = any coalescing bit there, and a node is allocated by setting all
+ * its slots to BUSY. One RMW then updates four levels; the climbs step from a bunch root
+ * to the slot above it, a bottom node of the next bunch up.
+ *
+ * Relies on: os_map/os_unmap for the metadata (and the region when it reserves one);
+ * C11 atomics with CAS on bytes and 64-bit words (lock-free on x86-64 and aarch64).
+ *
+ * Invariants.
+ * - A node is a live chunk iff its OCC bit is set and index[] holds its level at its
+ *   first leaf; every ancestor up to base_level then has the occupancy bit of its side.
+ * - A coalescing bit is only ever set on a side whose occupancy bit is set (releases
+ *   mark only their own path, which their allocation marked); so a node reads 0 iff no
+ *   allocation or release involves its subtree, and IS_FREE(v) is v == 0.
+ * - Every retry loop retries only after a CAS failed, that is after another thread
+ *   changed the same word: lock-free (NBBS §4.1). The outer retry of an allocation
+ *   (A15) happens only after a release completed.
+ * - Memory order: every RMW that takes or gives back a node is acq_rel, and the release
+ *   write of a node (F20) is a release store, so the previous owner's accesses to a chunk
+ *   happen before the next owner's (NBBS §3.5 asks for barriers at A10 and F20; the
+ *   seeds' README notes they must be release/acquire on weakly ordered machines).
+ *   Plain loads of nodes are relaxed: a CAS re-validates every value they return.
+ *
+ * Deviations from the printed listings (slips in the paper, see docs/BUDDY.md):
+ * A6 scans level `level`, nodes 2^level .. 2^(level+1)-1 (the listing says level-1);
+ * after the skip at A13-A14 the loop does not add one more; F9 ORs the coalescing bit
+ * of the child's side (the listing says MARK, the occupancy bit, which would make UNMARK
+ * never coalesce); index[] keeps 1 + the level of the chunk (one byte) instead of the
+ * node index, from which the node is recomputed in O(1).
+ */
+#include "buddy.h"
+
+#include <errno.h>
+
+#include "lfheap_buddy.h"
+#include "os.h"
+
+#ifndef LFH_UNLIKELY
+#define LFH_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#endif
+
+/* A point between two steps of an algorithm where another thread may run. Nothing in
+ * the library; tests/test_buddy_chaos.c compiles this file with a random yield here, so
+ * that the steps of concurrent operations interleave even on one CPU. */
+#ifndef BUDDY_CHAOS
+#define BUDDY_CHAOS() ((void)0)
+#endif
+
+/* NBBS Table 1. */
+#define OCC_RIGHT  0x01u
+#define OCC_LEFT   0x02u
+#define COAL_RIGHT 0x04u
+#define COAL_LEFT  0x08u
+#define OCC        0x10u
+#define BUSY       (OCC | OCC_LEFT | OCC_RIGHT)
+#define COAL_BOTH  (COAL_LEFT | COAL_RIGHT)
+
+/* Packed layout: slot i of a bunch word holds its five bits at bit 5i. SLOT_REP has bit
+ * 5i set for the eight slots, so (v * SLOT_REP) repeats a 5-bit value in every slot. */
+#define SLOT_BITS 5u
+#define SLOT_MASK 0x1fu
+#define SLOT_REP  ((uint64_t)0x0842108421)
+#define BUSY_REP  ((uint64_t)BUSY * SLOT_REP)
+#define COAL_REP  ((uint64_t)COAL_BOTH * SLOT_REP)
+
+/* Alg. 1, on the 5-bit value of a node (or slot) and the index of the child we come from:
+ * the left child is even, the right child odd, and "LEFT >> 1" is the matching RIGHT. */
+static inline unsigned side_occ(uint64_t child)
+{
+    return OCC_LEFT >> (child & 1);
+}
+static inline unsigned side_coal(uint64_t child)
+{
+    return COAL_LEFT >> (child & 1);
+}
+static inline bool is_occ_buddy(unsigned val, uint64_t child)
+{
+    return val & (OCC_RIGHT << (child & 1));
+}
+static inline bool is_coal_buddy(unsigned val, uint64_t child)
+{
+    return val & (COAL_RIGHT << (child & 1));
+}
+
+static inline unsigned node_level(uint64_t n)
+{
+    return 63u - (unsigned)__builtin_clzll(n);
+}
+
+/* Distinguishes instances in the per-thread hint cache (never reused, so a destroyed
+ * instance's hints are never taken for a new one's). */
+static _Atomic uint64_t buddy_serial_counter;
+
+/* ---------------------------------------------------------------------------------- */
+/* Per-thread free-slot hints (NBBS §3.6.1): for each level, the node this thread freed
+ * last, or after an allocation the node after it. A small direct-mapped cache keyed by
+ * instance serial, so a thread working on a few instances keeps hints for each. Plain
+ * thread-local memory: only its thread reads or writes it. */
+
+#define HINT_WAYS 4u
+
+struct hint_way {
+    uint64_t serial;
+    uint32_t node[BUDDY_MAX_DEPTH + 1];
+};
+
+static __thread struct hint_way hint_ways[HINT_WAYS];
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static uint32_t *hints_for(const struct buddy *b)
+{
+    struct hint_way *way = &hint_ways[b->serial % HINT_WAYS];
+    if (LFH_UNLIKELY(way->serial != b->serial)) {
+        way->serial = b->serial;
+        uint64_t seed = mix64((uintptr_t)way ^ b->serial);
+        for (unsigned l = 0; l <= BUDDY_MAX_DEPTH; l++) {
+            way->node[l] = 0;
+            if ((b->flags & BUDDY_SCATTER) && l >= b->base_level && l <= b->depth) {
+                seed = mix64(seed);
+                way->node[l] = (uint32_t)((1ull << l) | (seed & ((1ull << l) - 1)));
+            }
+        }
+    }
+    return way->node;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* 1-level layout: NBBS Alg. 3-5 on one byte per node. */
+
+static void flat_freenode(struct buddy *b, uint64_t n, unsigned level, unsigned upper);
+
+static inline bool flat_is_free(const struct buddy *b, uint64_t n)
+{
+    /* relaxed: a hint for the scan (A7); TRYALLOC's CAS re-checks the value. */
+    return atomic_load_explicit(&b->tree[n], memory_order_relaxed) == 0;
+}
+
+/* TRYALLOC (Alg. 3): 0 on success, else the node that made it fail. */
+static uint64_t flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
+{
+    uint8_t expected = 0;
+    /* T2. acq_rel: acquire pairs with the previous owner's release of this node (F20) or
+     * of an ancestor (U11), so its accesses to the chunk happen before ours; release
+     * publishes the occupancy to the allocations that will test it. */
+    if (!atomic_compare_exchange_strong_explicit(&b->tree[n], &expected, (uint8_t)BUSY,
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        return n;
+    uint64_t current = n;
+    for (unsigned l = level; l > b->base_level; l--) { /* T5: l is the level of child */
+        uint64_t child = current;
+        current >>= 1;
+        BUDDY_CHAOS();
+        /* T9. relaxed: the CAS below validates it. */
+        uint8_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
+        uint8_t new_val;
+        do {
+            if (val & OCC) { /* T10-T12: an ancestor is taken; undo our marks. */
+                flat_freenode(b, n, level, l);
+                return current;
+            }
+            new_val = (uint8_t)((val & ~side_coal(child)) | side_occ(child)); /* T13-T14 */
+            BUDDY_CHAOS();
+            /* T15. acq_rel: acquire orders us after the release that last cleared this
+             * ancestor (U11) when we end up taking memory it merged; release publishes
+             * our side's occupancy. A failure means another thread changed this node:
+             * retry with its value (lock-free). */
+        } while (!atomic_compare_exchange_weak_explicit(
+            &b->tree[current], &val, new_val, memory_order_acq_rel, memory_order_relaxed));
+    }
+    return 0; /* T16 */
+}
+
+/* UNMARK (Alg. 5): clears the bits FREENODE marked, from parent(n) up, while the side
+ * is still coalescing and the buddy is free. */
+static void flat_unmark(struct buddy *b, uint64_t n, unsigned level, unsigned upper)
+{
+    uint64_t current = n, child;
+    uint8_t new_val;
+    do {
+        level--;         /* current's level after the step */
+        child = current; /* U4-U5 */
+        current >>= 1;
+        BUDDY_CHAOS();
+        /* U7. relaxed: the CAS below validates it. */
+        uint8_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
+        do {
+            if (!(val & side_coal(child))) /* U8-U9: an allocation took this side */
+                return;
+            new_val = (uint8_t)(val & ~(side_occ(child) | side_coal(child))); /* U10 */
+            BUDDY_CHAOS();
+            /* U11. acq_rel: release makes the chunks merged here (and their previous
+             * owners' accesses, acquired through F20 and lower U11s) visible to the
+             * allocation that takes this node; failure means another thread changed the
+             * node: retry (lock-free). */
+        } while (!atomic_compare_exchange_weak_explicit(
+            &b->tree[current], &val, new_val, memory_order_acq_rel, memory_order_relaxed));
+    } while (level > upper && !is_occ_buddy(new_val, child)); /* U12-U13 */
+}
+
+/* FREENODE (Alg. 4): releases node n, climbing no higher than level `upper`. */
+static void flat_freenode(struct buddy *b, uint64_t n, unsigned level, unsigned upper)
+{
+    uint64_t current = n >> 1, child = n;      /* F6-F7 */
+    for (unsigned l = level; l > upper; l--) { /* F8: l is child's level */
+        BUDDY_CHAOS();
+        /* F9-F14: the VCAS loop that ORs our side's coalescing bit is a fetch-or.
+         * acq_rel: acquire sees the buddy's bits as of now for F15; release orders our
+         * accesses to the chunk before the coalescing mark that lets the buddy's
+         * release climb past this node and free the parent. */
+        uint8_t old_val = atomic_fetch_or_explicit(&b->tree[current], (uint8_t)side_coal(child),
+                                                   memory_order_acq_rel);
+        if (is_occ_buddy(old_val, child) && !is_coal_buddy(old_val, child)) /* F15-F17 */
+            break;
+        child = current; /* F18-F19 */
+        current >>= 1;
+    }
+    BUDDY_CHAOS();
+    /* F20. release: we are the only writer of a live node; pairs with the acquire of the
+     * next T2 on it, so our accesses to the chunk happen before the next owner's. */
+    atomic_store_explicit(&b->tree[n], 0, memory_order_release);
+    if (level != upper) { /* F21-F22 */
+        BUDDY_CHAOS();
+        flat_unmark(b, n, level, upper);
+    }
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* Packed layout (§3.6.2). A node is located by its bunch word and the range of slots
+ * under it: bunch k has its root at level base_level + 4k and its slots at level
+ * min(root + 3, depth). */
+
+struct position {
+    _Atomic uint64_t *word;
+    uint64_t mask;       /* the bits of the node's slots in the word */
+    unsigned shift;      /* bit of its first slot */
+    unsigned count;      /* number of its slots */
+    unsigned root_level; /* level of the bunch root */
+    uint64_t root;       /* the bunch root (node index) */
+};
+
+static inline void packed_locate(const struct buddy *b, uint64_t n, unsigned level,
+                                 struct position *pos)
+{
+    unsigned k = (level - b->base_level) >> 2;
+    unsigned root_level = b->base_level + 4 * k;
+    unsigned bottom = root_level + 3 < b->depth ? root_level + 3 : b->depth;
+    uint64_t root = n >> (level - root_level);
+    uint64_t first = (n << (bottom - level)) - (root << (bottom - root_level));
+    unsigned count = 1u << (bottom - level);
+    pos->word = &b->words[b->bunch_offset[k] + (root - ((uint64_t)1 << root_level))];
+    pos->shift = (unsigned)first * SLOT_BITS;
+    pos->count = count;
+    pos->mask = (((uint64_t)1 << (count * SLOT_BITS)) - 1) << pos->shift;
+    pos->root_level = root_level;
+    pos->root = root;
+}
+
+/* The slot above bunch root `child` (at child_level > base_level): the parent of child,
+ * a bottom node of the bunch four levels up, whose slots are always all at its level. */
+static inline void packed_locate_parent(const struct buddy *b, uint64_t child, unsigned child_level,
+                                        struct position *up)
+{
+    unsigned k = (child_level - b->base_level) >> 2;
+    uint64_t root = child >> 4;
+    up->word = &b->words[b->bunch_offset[k - 1] + (root - ((uint64_t)1 << (child_level - 4)))];
+    up->shift = (unsigned)((child >> 1) & 7) * SLOT_BITS;
+    up->count = 1;
+    up->mask = (uint64_t)SLOT_MASK << up->shift;
+    up->root_level = child_level - 4;
+    up->root = root;
+}
+
+static inline bool packed_is_free(const struct buddy *b, uint64_t n, unsigned level)
+{
+    struct position pos;
+    packed_locate(b, n, level, &pos);
+    /* relaxed: a hint for the scan (A7); TRYALLOC's CAS re-checks the value. */
+    return (atomic_load_explicit(pos.word, memory_order_relaxed) & pos.mask) == 0;
+}
+
+/* The derived F15 test for the inner levels of a bunch: walking from node m (at `level`,
+ * its slots at pos) up to the bunch root, is some buddy on the way allocated and not
+ * coalescing? Then a release below m cannot merge past the root (its climb stops early).
+ * The buddy's slots are the run of the same length just after (m left) or before (m
+ * right) m's own; the parent's slots are both runs. */
+static bool packed_buddy_blocks(uint64_t word, uint64_t m, unsigned level,
+                                const struct position *pos)
+{
+    uint64_t mask = pos->mask;
+    unsigned width = pos->count * SLOT_BITS;
+    for (; level > pos->root_level; m >>= 1, level--, width *= 2) {
+        uint64_t buddy = (m & 1) ? mask >> width : mask << width;
+        uint64_t bits = word & buddy;
+        if ((bits & BUSY_REP) && !(bits & COAL_REP)) return true;
+        mask |= buddy;
+    }
+    return false;
+}
+
+static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level, unsigned upper);
+
+/* FREENODE (Alg. 4) on the packed tree: n at `level`, no higher than bunch-root level
+ * `upper`. */
+static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigned upper)
+{
+    struct position pos;
+    packed_locate(b, n, level, &pos);
+    if (pos.root_level > upper) {
+        /* F9-F13 for the inner levels: mark our own slots coalescing, so that the derived
+         * parent of n reads "coalescing on n's side" to a release of its buddy.
+         * acq_rel: acquire sees the other slots' bits for the test below; release orders
+         * our accesses to the chunk before the mark. */
+        uint64_t coal = COAL_REP & pos.mask;
+        BUDDY_CHAOS();
+        uint64_t word = atomic_fetch_or_explicit(pos.word, coal, memory_order_acq_rel) | coal;
+        if (!packed_buddy_blocks(word, n, level, &pos)) { /* F15 inside */
+            uint64_t child = pos.root;
+            unsigned child_level = pos.root_level;
+            while (child_level > upper) { /* F8 */
+                struct position up;
+                packed_locate_parent(b, child, child_level, &up);
+                uint64_t bit = (uint64_t)side_coal(child) << up.shift;
+                BUDDY_CHAOS();
+                /* F9-F14 as a fetch-or, as in the 1-level tree; same order and reason. */
+                uint64_t old = atomic_fetch_or_explicit(up.word, bit, memory_order_acq_rel);
+                unsigned val = (unsigned)(old >> up.shift) & SLOT_MASK;
+                if (is_occ_buddy(val, child) && !is_coal_buddy(val, child)) /* F15-F17 */
+                    break;
+                if (packed_buddy_blocks(old | bit, child >> 1, child_level - 1, &up)) break;
+                child = up.root; /* F18-F19 */
+                child_level = up.root_level;
+            }
+        }
+    }
+    BUDDY_CHAOS();
+    /* F20 as a fetch-and: the word is shared with the other nodes of the bunch.
+     * acq_rel: release pairs with the acquire of the next T2 on these slots (our accesses
+     * to the chunk happen before the next owner's); acquire lets the release whose
+     * fetch-and empties the bunch carry every earlier release's marks to UNMARK. */
+    uint64_t word = atomic_fetch_and_explicit(pos.word, ~pos.mask, memory_order_acq_rel);
+    word &= ~pos.mask;
+    /* F21-F22, with U12-U13 for the inner levels: climb out of the bunch only if it has
+     * become entirely free. */
+    if (pos.root_level > upper && !(word & BUSY_REP)) {
+        BUDDY_CHAOS();
+        packed_unmark(b, pos.root, pos.root_level, upper);
+    }
+}
+
+/* UNMARK (Alg. 5) on the packed tree, from the slot above bunch root `child`. */
+static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level, unsigned upper)
+{
+    for (;;) {
+        struct position up;
+        packed_locate_parent(b, child, child_level, &up);
+        uint64_t coal = (uint64_t)side_coal(child) << up.shift;
+        uint64_t clear = coal | ((uint64_t)side_occ(child) << up.shift);
+        BUDDY_CHAOS();
+        /* U7. relaxed: the CAS below validates it. */
+        uint64_t word = atomic_load_explicit(up.word, memory_order_relaxed);
+        uint64_t new_word;
+        do {
+            if (!(word & coal)) /* U8-U9 */
+                return;
+            new_word = word & ~clear; /* U10 */
+            BUDDY_CHAOS();
+            /* U11. acq_rel, as in the 1-level tree: release hands the merged memory to
+             * the allocation that takes it; a failure means another thread changed the
+             * bunch: retry (lock-free). */
+        } while (!atomic_compare_exchange_weak_explicit(
+            up.word, &word, new_word, memory_order_acq_rel, memory_order_relaxed));
+        child = up.root;
+        child_level = up.root_level;
+        if (child_level <= upper || (new_word & BUSY_REP)) /* U12-U13 for the bunch */
+            return;
+    }
+}
+
+/* TRYALLOC (Alg. 3) on the packed tree: 0 on success, else the node that made it fail. */
+static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
+{
+    struct position pos;
+    packed_locate(b, n, level, &pos);
+    /* T2 on all the slots under n (an allocated ancestor inside the bunch has set them
+     * BUSY, so this also rejects those). relaxed load: the CAS validates it. */
+    uint64_t word = atomic_load_explicit(pos.word, memory_order_relaxed);
+    do {
+        if (word & pos.mask) return n;
+        BUDDY_CHAOS();
+        /* acq_rel: as T2 in the 1-level tree. A failure here means another node of the
+         * bunch changed: retry (lock-free). */
+    } while (!atomic_compare_exchange_weak_explicit(pos.word, &word, word | (BUSY_REP & pos.mask),
+                                                    memory_order_acq_rel, memory_order_relaxed));
+    uint64_t child = pos.root;
+    unsigned child_level = pos.root_level;
+    while (child_level > b->base_level) { /* T5 */
+        struct position up;
+        uint64_t current = child >> 1;
+        packed_locate_parent(b, child, child_level, &up);
+        uint64_t occ = (uint64_t)OCC << up.shift;
+        uint64_t coal = (uint64_t)side_coal(child) << up.shift;
+        uint64_t mark = (uint64_t)side_occ(child) << up.shift;
+        BUDDY_CHAOS();
+        /* T9. relaxed: the CAS validates it. */
+        word = atomic_load_explicit(up.word, memory_order_relaxed);
+        do {
+            if (word & occ) { /* T10-T12; an allocated ancestor in the bunch sets it too */
+                packed_freenode(b, n, level, child_level);
+                return current;
+            }
+            BUDDY_CHAOS();
+            /* T13-T15. acq_rel and lock-free as in the 1-level tree. */
+        } while (!atomic_compare_exchange_weak_explicit(
+            up.word, &word, (word & ~coal) | mark, memory_order_acq_rel, memory_order_relaxed));
+        child = up.root;
+        child_level = up.root_level;
+    }
+    return 0; /* T16 */
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* NBALLOC / NBFREE (Alg. 2 and 4), common to both layouts. */
+
+static inline bool node_is_free(const struct buddy *b, uint64_t n, unsigned level)
+{
+    return (b->flags & BUDDY_PACKED) ? packed_is_free(b, n, level) : flat_is_free(b, n);
+}
+
+static inline uint64_t node_tryalloc(struct buddy *b, uint64_t n, unsigned level)
+{
+    return (b->flags & BUDDY_PACKED) ? packed_tryalloc(b, n, level) : flat_tryalloc(b, n, level);
+}
+
+/* A6-A14 over nodes [lo, hi) of `level`: the node taken, or 0. */
+static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_t hi)
+{
+    uint64_t i = lo;
+    while (i < hi) {
+        if (node_is_free(b, i, level)) { /* A7 */
+            BUDDY_CHAOS();
+            uint64_t failed_at = node_tryalloc(b, i, level);
+            if (!failed_at) return i;
+            /* A13-A14: skip the subtree of the node that failed us. */
+            i = (failed_at + 1) << (level - node_level(failed_at));
+        } else {
+            i++;
+        }
+    }
+    return 0;
+}
+
+size_t buddy_metadata_size(size_t size, size_t min_chunk, unsigned flags)
+{
+    unsigned depth = (unsigned)__builtin_ctzll(size) - (unsigned)__builtin_ctzll(min_chunk);
+    size_t bytes = (sizeof(struct buddy) + 63) & ~(size_t)63;
+    if (flags & BUDDY_PACKED) {
+        /* With max_chunk = size (the most words); a smaller max_chunk needs fewer. */
+        size_t words = 0;
+        for (unsigned r = 0; r <= depth; r += 4)
+            words += (size_t)1 << r;
+        bytes += words * sizeof(uint64_t);
+    } else {
+        bytes += (size_t)2 << depth;
+    }
+    bytes = (bytes + 63) & ~(size_t)63;
+    bytes += (size_t)1 << depth; /* index[] */
+    return (bytes + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+}
+
+static inline bool is_pow2(size_t x)
+{
+    return x && !(x & (x - 1));
+}
+
+struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t max_chunk,
+                           unsigned flags)
+{
+    if (!max_chunk) max_chunk = size;
+    if (!is_pow2(size) || !is_pow2(min_chunk) || !is_pow2(max_chunk) ||
+        min_chunk < BUDDY_MIN_CHUNK || min_chunk > max_chunk || max_chunk > size ||
+        (flags & ~BUDDY_FLAGS) || ((uintptr_t)region & (min_chunk - 1)) ||
+        size / min_chunk > ((size_t)1 << BUDDY_MAX_DEPTH)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    unsigned size_shift = (unsigned)__builtin_ctzll(size);
+    unsigned min_shift = (unsigned)__builtin_ctzll(min_chunk);
+    unsigned depth = size_shift - min_shift;
+    unsigned base_level = size_shift - (unsigned)__builtin_ctzll(max_chunk);
+
+    size_t meta_size = buddy_metadata_size(size, min_chunk, flags);
+    char *meta = os_map(meta_size, OS_PAGE_SIZE);
+    if (!meta) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    bool owns_region = false;
+    if (!region) {
+        size_t map = size < OS_PAGE_SIZE ? OS_PAGE_SIZE : size;
+        region = os_map(map, size < OS_PAGE_SIZE ? OS_PAGE_SIZE : size);
+        if (!region) {
+            os_unmap(meta, meta_size);
+            errno = ENOMEM;
+            return NULL;
+        }
+        owns_region = true;
+    }
+
+    /* The metadata mapping is zero-filled: tree[], words[] and index[] start empty
+     * (NBBS §3.2: both arrays are initialised to zero). */
+    struct buddy *b = (struct buddy *)meta;
+    size_t at = (sizeof(struct buddy) + 63) & ~(size_t)63;
+    b->base = region;
+    b->size = size;
+    b->max_chunk = max_chunk;
+    b->size_shift = size_shift;
+    b->min_shift = min_shift;
+    b->depth = depth;
+    b->base_level = base_level;
+    b->flags = flags;
+    b->owns_region = owns_region;
+    b->meta_size = meta_size;
+    /* relaxed: only uniqueness matters, nothing is published through the counter. */
+    b->serial = atomic_fetch_add_explicit(&buddy_serial_counter, 1, memory_order_relaxed) + 1;
+    if (flags & BUDDY_PACKED) {
+        size_t words = 0;
+        b->bunch_levels = 0;
+        for (unsigned r = base_level; r <= depth; r += 4) {
+            b->bunch_offset[b->bunch_levels++] = words;
+            words += (size_t)1 << r;
+        }
+        b->words = (_Atomic uint64_t *)(meta + at);
+        at += words * sizeof(uint64_t);
+    } else {
+        b->tree = (_Atomic uint8_t *)(meta + at);
+        at += (size_t)2 << depth;
+    }
+    at = (at + 63) & ~(size_t)63;
+    b->index = (_Atomic uint8_t *)(meta + at);
+    /* The instance is handed to other threads by the caller, whose own synchronisation
+     * (thread creation, a release store of the pointer) publishes these plain writes. */
+    return b;
+}
+
+void buddy_destroy(struct buddy *b)
+{
+    if (!b) return;
+    if (b->owns_region) os_unmap(b->base, b->size < OS_PAGE_SIZE ? OS_PAGE_SIZE : b->size);
+    os_unmap(b, b->meta_size);
+}
+
+void *buddy_alloc(struct buddy *b, size_t bytes)
+{
+    if (LFH_UNLIKELY(bytes > b->max_chunk)) /* A2-A3 */
+        return NULL;
+    unsigned chunk_shift = bytes <= ((size_t)1 << b->min_shift)
+                               ? b->min_shift
+                               : 64u - (unsigned)__builtin_clzll(bytes - 1);
+    unsigned level = b->size_shift - chunk_shift; /* A5 */
+    uint64_t first = (uint64_t)1 << level, end = first << 1;
+    uint32_t *hints = (b->flags & BUDDY_NO_HINTS) ? NULL : hints_for(b);
+    uint64_t start = hints && hints[level] ? hints[level] : first;
+    for (;;) {
+        /* A4. acquire: pairs with the release increment at F4, so that when A15 sees a
+         * newer count, the released nodes are visible to the rescan. */
+        uint64_t ts = atomic_load_explicit(&b->release_count, memory_order_acquire);
+        /* A6-A14, starting at the thread's hint (§3.6.1; the paper allows any start)
+         * and wrapping around to the beginning of the level. */
+        uint64_t n = scan_level(b, level, start, end);
+        if (!n && start > first) n = scan_level(b, level, first, start);
+        if (n) {
+            uint64_t offset = (n - first) << chunk_shift;
+            /* A10. release: pairs with the acquire in buddy_free / buddy_chunk_size, which
+             * may run on another thread that got the pointer by its own means. */
+            atomic_store_explicit(&b->index[offset >> b->min_shift], (uint8_t)(level + 1),
+                                  memory_order_release);
+            if (hints) /* §3.6.1: next time try the node after this one. */
+                hints[level] = n + 1 < end ? (uint32_t)(n + 1) : 0;
+            return b->base + offset; /* A11 */
+        }
+        /* A15-A16. acquire: see A4. */
+        if (ts == atomic_load_explicit(&b->release_count, memory_order_acquire))
+            return NULL; /* A17 */
+    }
+}
+
+bool buddy_free(struct buddy *b, void *p)
+{
+    uintptr_t offset = (uintptr_t)p - (uintptr_t)b->base;
+    if (LFH_UNLIKELY(offset >= b->size || (offset & (((uintptr_t)1 << b->min_shift) - 1))))
+        return false;
+    size_t leaf = offset >> b->min_shift;
+    /* F2. acquire: pairs with the release store at A10. */
+    unsigned tag = atomic_load_explicit(&b->index[leaf], memory_order_acquire);
+    if (LFH_UNLIKELY(!tag)) return false;
+    unsigned level = tag - 1;
+    uint64_t n = ((uint64_t)1 << level) + (offset >> (b->size_shift - level));
+    /* relaxed: the release RMWs and the F20 store below order this before any new
+     * owner's A10 store to the same leaf (its T2/T15 acquire them). */
+    atomic_store_explicit(&b->index[leaf], 0, memory_order_relaxed);
+    if (b->flags & BUDDY_PACKED)
+        packed_freenode(b, n, level, b->base_level); /* F3 */
+    else
+        flat_freenode(b, n, level, b->base_level); /* F3 */
+    /* F4. release: pairs with A4/A15 so that an allocation that sees the new count also
+     * sees the node released. */
+    atomic_fetch_add_explicit(&b->release_count, 1, memory_order_release);
+    if (!(b->flags & BUDDY_NO_HINTS))
+        hints_for(b)[level] = (uint32_t)n; /* §3.6.1: remember the last freed node */
+    return true;
+}
+
+size_t buddy_chunk_size(const struct buddy *b, const void *p)
+{
+    uintptr_t offset = (uintptr_t)p - (uintptr_t)b->base;
+    if (offset >= b->size || (offset & (((uintptr_t)1 << b->min_shift) - 1))) return 0;
+    /* acquire: pairs with the release store at A10. */
+    unsigned tag = atomic_load_explicit(&b->index[offset >> b->min_shift], memory_order_acquire);
+    return tag ? (size_t)1 << (b->size_shift - (tag - 1)) : 0;
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The public API (include/lfheap_buddy.h): thin wrappers, exported. */
+
+_Static_assert(LFH_BUDDY_PACKED == BUDDY_PACKED, "flag values match");
+_Static_assert(LFH_BUDDY_NO_HINTS == BUDDY_NO_HINTS, "flag values match");
+_Static_assert(LFH_BUDDY_SCATTER == BUDDY_SCATTER, "flag values match");
+
+lfh_buddy *lfh_buddy_create(void *region, size_t size, size_t min_chunk, size_t max_chunk,
+                            unsigned flags)
+{
+    return (lfh_buddy *)buddy_create(region, size, min_chunk, max_chunk, flags);
+}
+
+void lfh_buddy_destroy(lfh_buddy *b)
+{
+    buddy_destroy((struct buddy *)b);
+}
+
+void *lfh_buddy_alloc(lfh_buddy *b, size_t size)
+{
+    void *p = buddy_alloc((struct buddy *)b, size);
+    if (!p) errno = ENOMEM;
+    return p;
+}
+
+int lfh_buddy_free(lfh_buddy *b, void *p)
+{
+    if (buddy_free((struct buddy *)b, p)) return 0;
+    errno = EINVAL;
+    return -1;
+}
+
+size_t lfh_buddy_size(const lfh_buddy *b, const void *p)
+{
+    return buddy_chunk_size((const struct buddy *)b, p);
+}
+
+int lfh_buddy_contains(const lfh_buddy *b, const void *p)
+{
+    return buddy_contains((const struct buddy *)b, p);
+}
+
+void *lfh_buddy_base(const lfh_buddy *b)
+{
+    return buddy_base((const struct buddy *)b);
+}
