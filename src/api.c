@@ -14,6 +14,7 @@
  */
 #include "lfheap.h"
 
+#include "arena.h"
 #include "heap.h"
 #include "os.h"
 #include "pagemap.h"
@@ -39,7 +40,8 @@ static LFH_NOINLINE void *alloc_large(size_t size, size_t align)
 {
     if (size > PTRDIFF_MAX)
         return fail_nomem();
-    void *block = heap_large_alloc(size, align);
+    bool zeroed;
+    void *block = heap_large_alloc(size, align, &zeroed);
     return block ? block : fail_nomem();
 }
 
@@ -62,9 +64,18 @@ LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
     size_t bytes;
     if (__builtin_mul_overflow(count, size, &bytes))
         return fail_nomem();
-    /* Large blocks are fresh anonymous mappings: the kernel already zeroed them. */
-    if (bytes > SIZECLASS_MAX_SIZE)
-        return alloc_large(bytes, API_MIN_ALIGN);
+    if (bytes > SIZECLASS_MAX_SIZE) {
+        if (bytes > PTRDIFF_MAX)
+            return fail_nomem();
+        /* Pages fresh from the kernel or decommitted read as zeros already. */
+        bool zeroed;
+        void *block = heap_large_alloc(bytes, API_MIN_ALIGN, &zeroed);
+        if (!block)
+            return fail_nomem();
+        if (!zeroed)
+            memset(block, 0, bytes);
+        return block;
+    }
     void *block = tcache_alloc(sizeclass_of(bytes));
     if (block)
         memset(block, 0, bytes);
@@ -238,7 +249,8 @@ LFH_EXPORT void *lfh_reallocarray(void *ptr, size_t count, size_t size)
 LFH_EXPORT int lfh_malloc_trim(size_t pad)
 {
     (void)pad;
-    return tcache_flush_all() != 0;
+    unsigned cached = tcache_flush_all();
+    return (cached != 0) | (arena_purge_all() != 0);
 }
 
 /* ---- the standard names ----------------------------------------------------------- */

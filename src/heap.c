@@ -14,6 +14,7 @@
  */
 #include "heap.h"
 
+#include "arena.h"
 #include "os.h"
 #include "pagemap.h"
 
@@ -160,7 +161,10 @@ static void superblock_release(struct descriptor *d)
     /* Clear the map first: once the pages are unmapped another mapping may take their
      * addresses and register them. */
     pagemap_set(d->start, d->size, NULL);
-    os_unmap(d->start, d->size);
+    if (d->os_backed)
+        os_unmap(d->start, d->size);
+    else
+        arena_free(d->start, d->size);
 }
 
 static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
@@ -169,11 +173,13 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     if (!d)
         return false;
     size_t size = sizeclass_superblock_size(cls);
-    char *start = os_map(size, OS_PAGE_SIZE);
+    bool zeroed;
+    char *start = arena_alloc(size, &zeroed);
     if (!start) {
         desc_retire(d);
         return false;
     }
+    d->os_backed = false;
     d->start = start;
     d->size = size;
     d->block_size = sizeclass_block_size[cls];
@@ -184,7 +190,7 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     atomic_store_explicit(&d->anchor, anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count),
                           memory_order_relaxed);
     if (!pagemap_set(start, size, d)) {
-        os_unmap(start, size);
+        arena_free(start, size);
         desc_retire(d);
         return false;
     }
@@ -225,6 +231,7 @@ static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_
 
 bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out)
 {
+    arena_tick();
     for (unsigned i = 0; i < HEAP_SHARDS; i++) {
         _Atomic uint64_t *shard = partial_shard(cls, tid + i);
         struct descriptor *d;
@@ -279,7 +286,7 @@ static inline size_t round_to_pages(size_t size)
     return (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
 }
 
-void *heap_large_alloc(size_t size, size_t align)
+void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
 {
     size_t bytes = round_to_pages(size ? size : 1);
     if (bytes < size)
@@ -287,7 +294,17 @@ void *heap_large_alloc(size_t size, size_t align)
     struct descriptor *d = desc_alloc();
     if (!d)
         return NULL;
-    char *start = os_map(bytes, align);
+    char *start;
+    /* A chunk is aligned to its own size: ask for at least `align` bytes. */
+    size_t chunk_request = bytes < align ? align : bytes;
+    d->os_backed = chunk_request > ARENA_MAX_CHUNK;
+    if (d->os_backed) {
+        start = os_map(bytes, align);
+        *zeroed = true;
+    } else {
+        bytes = arena_chunk_size(chunk_request);
+        start = arena_alloc(bytes, zeroed);
+    }
     if (!start) {
         desc_retire(d);
         return NULL;
@@ -299,7 +316,10 @@ void *heap_large_alloc(size_t size, size_t align)
     d->class_index = HEAP_CLASS_LARGE;
     atomic_store_explicit(&d->owner, HEAP_OWNER_NONE, memory_order_relaxed);
     if (!pagemap_set(start, bytes, d)) {
-        os_unmap(start, bytes);
+        if (d->os_backed)
+            os_unmap(start, bytes);
+        else
+            arena_free(start, bytes);
         desc_retire(d);
         return NULL;
     }
@@ -321,6 +341,10 @@ void *heap_large_resize(struct descriptor *d, size_t size)
         return NULL;
     if (bytes == old_bytes)
         return old;
+    if (!d->os_backed) {
+        /* A chunk keeps its size: stay while the block fills more than half of it. */
+        return bytes <= old_bytes && bytes > old_bytes / 2 ? old : NULL;
+    }
     if (bytes < old_bytes) {
         /* Shrink in place: unregister the tail before the kernel can hand it out. */
         pagemap_set(old + bytes, old_bytes - bytes, NULL);

@@ -1,6 +1,6 @@
 /*
  * heap: the lock-free heap of superblocks under the thread caches (LRMalloc §3.2,
- * thesis ch. 5). A superblock is a run of pages cut into blocks of one size class and is
+ * thesis ch. 5). Superblocks and large blocks are chunks of the arenas (arena.h). A superblock is a run of pages cut into blocks of one size class and is
  * tracked by a descriptor; descriptors are recycled, never unmapped, so a stale pointer
  * to one can always be read. Large blocks get a descriptor too, so that free and
  * malloc_usable_size find every block through the page map.
@@ -47,6 +47,7 @@ struct descriptor {
     uint32_t max_count;      /* blocks in the superblock (small only) */
     uint32_t self;           /* this descriptor's index, for the lock-free stacks */
     uint8_t class_index;     /* size class, or HEAP_CLASS_LARGE */
+    bool os_backed;          /* a large block mapped from the OS, not an arena chunk */
 
     /* Written by any thread that frees into the superblock or moves the descriptor
      * between stacks: kept off the line the fast path reads. */
@@ -73,11 +74,13 @@ bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out);
 void heap_give_back(struct descriptor *desc, void *first, void *last, uint32_t count,
                     char *bump);
 
-/* Large blocks: their own mapping, `align` a power of two (at least 16). */
-void *heap_large_alloc(size_t size, size_t align);
+/* Large blocks: an arena chunk, or their own mapping above ARENA_MAX_CHUNK; `align` a
+ * power of two (at least 16). *zeroed says whether the block is known to read as zeros. */
+void *heap_large_alloc(size_t size, size_t align, bool *zeroed);
 void heap_large_free(struct descriptor *desc);
-/* Resizes a large block whose user pointer is desc->start, keeping its contents, in
- * place or by moving its pages; NULL (and the block untouched) on failure. */
+/* Resizes a large block whose user pointer is desc->start, keeping its contents: in
+ * place when it still fits its chunk without wasting half of it, or, for blocks mapped
+ * from the OS, by moving its pages. NULL (and the block untouched) otherwise. */
 void *heap_large_resize(struct descriptor *desc, size_t size);
 
 #endif

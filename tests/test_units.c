@@ -2,6 +2,7 @@
  * Unit tests of the layers below the API: size classes, the page map, and the heap's
  * superblock life cycle, including a multi-threaded check of the heap's invariants.
  */
+#include "arena.h"
 #include "heap.h"
 #include "os.h"
 #include "pagemap.h"
@@ -227,29 +228,50 @@ static void heap_concurrent_invariants(void)
 
 static void large_blocks(void)
 {
+    bool zeroed;
+    /* an arena chunk: a power of two, resized in place only within it */
     size_t size = 5 * 1024 * 1024 + 123;
-    char *p = heap_large_alloc(size, 16);
+    char *p = heap_large_alloc(size, 16, &zeroed);
     REQUIRE(p);
     struct descriptor *d = pagemap_lookup(p);
     REQUIRE(d);
-    CHECK(d->class_index == HEAP_CLASS_LARGE);
+    CHECK(d->class_index == HEAP_CLASS_LARGE && !d->os_backed);
+    CHECK(d->size == 8 * 1024 * 1024 && ((uintptr_t)p & (d->size - 1)) == 0);
     CHECK(pagemap_lookup(p + size - 1) == d);
     memset(p, 0xab, size);
-    char *q = heap_large_resize(d, 3 * size);
-    REQUIRE(q);
-    CHECK(pagemap_lookup(q + 3 * size - 1) == d);
-    CHECK(q[0] == (char)0xab && q[size - 1] == (char)0xab);
-    q = heap_large_resize(d, size / 2);
-    REQUIRE(q);
-    CHECK(d->size >= size / 2 && d->size < size);
+    CHECK(heap_large_resize(d, 7 * 1024 * 1024) == p);
+    CHECK(heap_large_resize(d, 3 * size) == NULL);
+    CHECK(heap_large_resize(d, size / 2) == NULL);
     heap_large_free(d);
-    CHECK(pagemap_lookup(q) == NULL);
+    CHECK(pagemap_lookup(p) == NULL);
+    /* a freed chunk is reused dirty, without zeroing */
+    char *again = heap_large_alloc(size, 16, &zeroed);
+    CHECK(again == p && !zeroed && again[0] == (char)0xab);
+    heap_large_free(pagemap_lookup(again));
+
+    /* above the largest chunk: its own mapping, grown by moving pages */
+    size_t huge = ARENA_MAX_CHUNK + 12345;
+    char *h = heap_large_alloc(huge, 16, &zeroed);
+    REQUIRE(h);
+    d = pagemap_lookup(h);
+    CHECK(d->os_backed && zeroed);
+    h[0] = 1;
+    h[huge - 1] = 2;
+    char *moved = heap_large_resize(d, 2 * huge);
+    REQUIRE(moved);
+    CHECK(moved[0] == 1 && moved[huge - 1] == 2);
+    CHECK(pagemap_lookup(moved + 2 * huge - 1) == d);
+    CHECK(heap_large_resize(d, huge) == moved);
+    CHECK(pagemap_lookup(moved + huge + OS_PAGE_SIZE * 2) == NULL);
+    heap_large_free(d);
+    CHECK(pagemap_lookup(moved) == NULL);
+
     /* a zero-byte large request still gets a registered page of its own */
-    char *z = heap_large_alloc(0, 8192);
+    char *z = heap_large_alloc(0, 8192, &zeroed);
     REQUIRE(z);
     CHECK(pagemap_lookup(z) != NULL && ((uintptr_t)z & 8191) == 0);
     heap_large_free(pagemap_lookup(z));
-    char *a = heap_large_alloc(100000, 1 << 20);
+    char *a = heap_large_alloc(100000, 1 << 20, &zeroed);
     REQUIRE(a);
     CHECK(((uintptr_t)a & ((1 << 20) - 1)) == 0);
     heap_large_free(pagemap_lookup(a));

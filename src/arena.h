@@ -1,0 +1,47 @@
+/*
+ * arena: the page back-end under the heap (DESIGN.md "buddy"; LRMalloc's future work of
+ * a lock-free lower-level allocator that coalesces instead of calling the OS for every
+ * superblock). Memory comes in arenas: aligned 64 MiB regions, each managed by one NBBS
+ * instance (buddy.c), added lazily as the heap grows; several instances spread
+ * contention, as the NBBS paper recommends. Superblocks and large blocks up to
+ * ARENA_MAX_CHUNK are power-of-two chunks of an arena; anything larger is mapped from
+ * the OS directly by the heap.
+ *
+ * A freed chunk does not go back to its buddy at once: it waits, still dirty, on a
+ * lock-free stack per chunk size, where the next request of that size takes it without a
+ * system call. Chunks that have waited longer than the purge delay are decommitted
+ * (madvise) and only then released to the buddy, so every free page inside a buddy reads
+ * as zero, and a chunk is never decommitted while someone uses it: it is on the stack
+ * (owned by the stack) or taken (owned by one thread), never both.
+ */
+#ifndef LFHEAP_ARENA_H
+#define LFHEAP_ARENA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define ARENA_SIZE      ((size_t)64 << 20)
+#define ARENA_MIN_CHUNK ((size_t)4096)
+/* Chunks up to a whole arena: a larger block is its own mapping. */
+#define ARENA_MAX_CHUNK ARENA_SIZE
+
+/* The chunk size a request of `size` bytes gets: a power of two, at least a page. */
+size_t arena_chunk_size(size_t size);
+
+/* A chunk of arena_chunk_size(size) bytes aligned to that size, for size up to
+ * ARENA_MAX_CHUNK; *zeroed says whether it is known to read as zeros. NULL when no
+ * arena can be mapped. */
+void *arena_alloc(size_t size, bool *zeroed);
+
+/* Gives back a chunk from arena_alloc(size). */
+void arena_free(void *chunk, size_t size);
+
+/* Decommits and releases every waiting chunk now (malloc_trim); returns how many. */
+size_t arena_purge_all(void);
+
+/* Lets the arenas purge chunks whose delay ran out; cheap when there is nothing due.
+ * Called from the heap's slow paths, so that an active program's freed memory goes
+ * back to the kernel within about one purge delay. */
+void arena_tick(void);
+
+#endif
