@@ -84,7 +84,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(BUILD)/liblfheap.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 $(BUILD)/liblfheap.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/lfheap.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 include/lfheap.h include/lfheap_buddy.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' lfheap.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lfheap.pc
 
 clean:
