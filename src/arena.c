@@ -296,6 +296,7 @@ static void *alloc_from_new_arena(size_t chunk)
 
 void *arena_alloc(size_t size, bool *zeroed)
 {
+    arena_tick();
     size_t chunk = arena_chunk_size(size);
     uint32_t id = dirty_pop(chunk_order(chunk));
     if (id != CHUNK_NONE) {

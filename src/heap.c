@@ -248,6 +248,7 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
     uint32_t returned = count + (bump ? d->max_count - bump_index : 0);
     if (returned == 0)
         return;
+    arena_tick();
     uint64_t old = atomic_load_explicit(&d->anchor, memory_order_relaxed);
     uint64_t new;
     do {

@@ -41,6 +41,7 @@ run stress-asan build/t-asan/test_stress 8 10000
 run units-tsan build/t-tsan/test_units
 run threads build/t/test_threads
 run threads-preloaded preload build/t-plain/test_threads
+run purge-preloaded preload build/t-plain/test_purge
 
 # Real programs: their output must match the output they give on glibc's allocator.
 tmp=$(mktemp -d)

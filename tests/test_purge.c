@@ -1,0 +1,93 @@
+/*
+ * Memory goes back (DESIGN.md property 5): after a program frees what it allocated, the
+ * resident size falls back to within 32 MiB of where it started once the allocator has
+ * run for one more second, and a churn of allocations in between reuses freed chunks
+ * instead of growing.
+ */
+#include "alloc_names.h"
+#include "testutil.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+            resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+enum { BLOCKS = 40000 };
+static void *blocks[BLOCKS];
+
+static void rss_falls_back_after_free(void)
+{
+    long start = rss_kib();
+    uint64_t rng = 12345;
+    size_t total = 0;
+    for (int i = 0; i < BLOCKS; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        size_t size = (i % 200 == 0) ? 100000 + (rng >> 33) % (4u << 20)
+                                     : 16 + (rng >> 33) % 8000;
+        blocks[i] = T_MALLOC(size);
+        REQUIRE(blocks[i]);
+        memset(blocks[i], 0x77, size);
+        total += size;
+    }
+    long peak = rss_kib();
+    CHECK(peak - start > (long)(total / 1024) / 2); /* the memory really was resident */
+    for (int i = 0; i < BLOCKS; i++)
+        T_FREE(blocks[i]);
+    /* keep allocating for a little over a second, as a running program would */
+    double until = seconds() + 1.2;
+    while (seconds() < until) {
+        void *p = T_MALLOC(200000);
+        REQUIRE(p);
+        memset(p, 1, 4096);
+        T_FREE(p);
+        usleep(1000);
+    }
+    long end = rss_kib();
+    CHECK(end - start < 32 * 1024);
+    printf("# rss: start %ld KiB, peak %ld KiB, after free + 1.2 s %ld KiB\n", start, peak, end);
+}
+
+static void churn_reuses_chunks(void)
+{
+    /* the same large sizes over and over: the dirty chunks are reused, RSS stays put */
+    long before = 0;
+    for (int round = 0; round < 50; round++) {
+        void *held[16];
+        for (int i = 0; i < 16; i++) {
+            held[i] = T_MALLOC((size_t)(i + 1) << 18);
+            REQUIRE(held[i]);
+            memset(held[i], round, (size_t)(i + 1) << 18);
+        }
+        for (int i = 0; i < 16; i++)
+            T_FREE(held[i]);
+        if (round == 5)
+            before = rss_kib();
+    }
+    CHECK(rss_kib() - before < 16 * 1024);
+}
+
+int main(void)
+{
+    RUN(rss_falls_back_after_free);
+    RUN(churn_reuses_chunks);
+    return test_exit_status();
+}
