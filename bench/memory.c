@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 struct pair {
-    void **blocks;           /* ring of n slots */
-    uint32_t *sizes;         /* size of the object for slot i (same every cycle) */
+    void **blocks;   /* ring of n slots */
+    uint32_t *sizes; /* size of the object for slot i (same every cycle) */
     long id;
     /* written by the producer */
     _Alignas(64) atomic_long produced;
@@ -100,8 +100,7 @@ static void *consumer_main(void *arg)
         while (atomic_load_explicit(&p->produced, memory_order_acquire) < need)
             wait_a_little(&spins);
         long i = g % cfg.n;
-        bench_tag_check(p->blocks[i], p->sizes[i], bench_tag((uint64_t)p->id, (uint64_t)g),
-                        "free");
+        bench_tag_check(p->blocks[i], p->sizes[i], bench_tag((uint64_t)p->id, (uint64_t)g), "free");
         free(p->blocks[i]);
         freed += p->sizes[i];
         atomic_store_explicit(&p->bytes_freed, freed, memory_order_relaxed);
@@ -146,17 +145,14 @@ static void producer(int tid, void *arg)
 static void write_series(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        bench_fail("cannot write %s", path);
+    if (fd < 0) bench_fail("cannot write %s", path);
     char line[128];
     int len = snprintf(line, sizeof line, "# seconds\trss_bytes\trequested_bytes\n");
-    if (write(fd, line, (size_t)len) != len)
-        bench_fail("write to %s failed", path);
+    if (write(fd, line, (size_t)len) != len) bench_fail("write to %s failed", path);
     for (long i = 0; i < cfg.nsamples; i++) {
         const struct sample *s = &cfg.samples[i];
         len = snprintf(line, sizeof line, "%.6f\t%zu\t%zu\n", s->seconds, s->rss, s->requested);
-        if (write(fd, line, (size_t)len) != len)
-            bench_fail("write to %s failed", path);
+        if (write(fd, line, (size_t)len) != len) bench_fail("write to %s failed", path);
     }
     close(fd);
 }
@@ -181,8 +177,8 @@ int main(int argc, char **argv)
     };
     bench_parse(argc, argv, "memory",
                 "producers feed consumers; RSS sampled against bytes requested", opts);
-    if (threads < 1 || consumers < 1 || n < 1 || round < 1 || repeat < 1 || step < 1 ||
-        min < 1 || max < min || max > 1 << 30 || sample_us < 1)
+    if (threads < 1 || consumers < 1 || n < 1 || round < 1 || repeat < 1 || step < 1 || min < 1 ||
+        max < min || max > 1 << 30 || sample_us < 1)
         bench_fail("need every knob >= 1 and min <= max");
     cfg.producers = threads;
     cfg.consumers = consumers;
@@ -198,8 +194,8 @@ int main(int argc, char **argv)
         bench_rng_seed(&rng, (uint64_t)i);
         cfg.pairs[i].id = i;
         cfg.pairs[i].blocks = bench_map((size_t)n * sizeof(void *));
-        cfg.pairs[i].sizes = bench_sizes_fisher((size_t)n, (uint32_t)min, (uint32_t)max,
-                                                (uint32_t)step, &rng);
+        cfg.pairs[i].sizes =
+            bench_sizes_fisher((size_t)n, (uint32_t)min, (uint32_t)max, (uint32_t)step, &rng);
     }
     cfg.max_samples = 1 << 20;
     size_t sbytes = (size_t)cfg.max_samples * sizeof(struct sample);
@@ -215,10 +211,8 @@ int main(int argc, char **argv)
 
     size_t peak_rss = 0, peak_req = 0, allocated = 0, freed = 0;
     for (long i = 0; i < cfg.nsamples; i++) {
-        if (cfg.samples[i].rss > peak_rss)
-            peak_rss = cfg.samples[i].rss;
-        if (cfg.samples[i].requested > peak_req)
-            peak_req = cfg.samples[i].requested;
+        if (cfg.samples[i].rss > peak_rss) peak_rss = cfg.samples[i].rss;
+        if (cfg.samples[i].requested > peak_req) peak_req = cfg.samples[i].requested;
     }
     for (long i = 0; i < npairs; i++) {
         allocated += atomic_load(&cfg.pairs[i].bytes_allocated);
@@ -226,10 +220,8 @@ int main(int argc, char **argv)
         bench_unmap(cfg.pairs[i].blocks, (size_t)n * sizeof(void *));
         bench_sizes_release(cfg.pairs[i].sizes, (size_t)n);
     }
-    if (allocated != freed)
-        bench_fail("allocated %zu bytes but freed %zu", allocated, freed);
-    if (series)
-        write_series(series);
+    if (allocated != freed) bench_fail("allocated %zu bytes but freed %zu", allocated, freed);
+    if (series) write_series(series);
     const double mib = 1024.0 * 1024.0;
     size_t final_rss = cfg.samples[cfg.nsamples - 1].rss;
     bench_result((int)threads,
