@@ -407,8 +407,10 @@ def plot(res, plotdir, memory_series):
                           (dat, i + 2, a) for i, a in enumerate(res.allocators))
         script = ("set terminal pngcairo size 800,500; set output '%s';"
                   "set title '%s'; set xlabel 'threads'; set ylabel '%s';"
-                  "set logscale x 2; set xtics (%s); set key outside right; set grid;"
-                  "plot %s\n" % (png, w, ylabel,
+                  "set logscale x 2; set xrange [%g:%g]; set xtics (%s); set key outside right;"
+                  "set grid;"
+                  "plot %s\n" % (png, w, ylabel, min(res.threads) / 1.25,
+                                 max(res.threads) * 1.25,
                                  ", ".join(str(t) for t in res.threads), plots))
         if subprocess.run(["gnuplot"], input=script, text=True, check=False,
                           capture_output=True).returncode == 0:
@@ -420,7 +422,7 @@ def plot(res, plotdir, memory_series):
         parts = ["'%s' using 1:($2/1048576) with lines lw 2 title '%s RSS'" % (p, a)
                  for a, p in series]
         parts.append("'%s' using 1:($3/1048576) with lines dt 2 lc rgb 'black' "
-                     "title 'requested'" % series[0][1])
+                     "title 'requested (%s run)'" % (series[0][1], series[0][0]))
         script = ("set terminal pngcairo size 900,500; set output '%s';"
                   "set title 'memory: RSS over time, %d producer(s)'; set xlabel 'seconds';"
                   "set ylabel 'MiB'; set key outside right; set grid; plot %s\n" %
