@@ -45,11 +45,10 @@ int main(int argc, char **argv)
     };
     bench_parse(argc, argv, "cache-scratch",
                 "main allocates one object per worker; each frees it, then thrashes", opts);
-    if (threads < 1 || iterations < 1 || rw < 1 || size < 1)
-        bench_fail("need every knob >= 1");
+    if (threads < 1 || iterations < 1 || rw < 1 || size < 1) bench_fail("need every knob >= 1");
     size_t bytes = (size_t)threads * sizeof(void *);
-    struct ctx c = {.iterations = iterations, .rw = rw, .size = (size_t)size,
-                    .handed = bench_map(bytes)};
+    struct ctx c = {
+        .iterations = iterations, .rw = rw, .size = (size_t)size, .handed = bench_map(bytes)};
     for (long t = 0; t < threads; t++) {
         c.handed[t] = malloc(c.size);
         bench_check_ptr(c.handed[t], c.size, "malloc");
@@ -57,7 +56,7 @@ int main(int argc, char **argv)
     }
     double secs = bench_run_threads((int)threads, worker, &c);
     bench_unmap(c.handed, bytes);
-    bench_result((int)threads, "iterations=%ld rw=%ld size=%ld seconds=%.6f", iterations, rw,
-                 size, secs);
+    bench_result((int)threads, "iterations=%ld rw=%ld size=%ld seconds=%.6f", iterations, rw, size,
+                 secs);
     return 0;
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 
 struct header {
-    uint64_t tag;      /* bench_tag(spot, serial) */
+    uint64_t tag; /* bench_tag(spot, serial) */
     uint32_t spot;
     uint32_t size;
     uint64_t serial;
@@ -35,8 +35,8 @@ static void *make_object(size_t size, uint32_t spot, uint64_t serial)
 {
     struct header *h = malloc(size);
     bench_check_ptr(h, size, "malloc");
-    *h = (struct header){.tag = bench_tag(spot, serial), .spot = spot,
-                         .size = (uint32_t)size, .serial = serial};
+    *h = (struct header){
+        .tag = bench_tag(spot, serial), .spot = spot, .size = (uint32_t)size, .serial = serial};
     uint64_t tail = ~h->tag;
     memcpy((char *)h + size - 8, &tail, 8);
     return h;
@@ -49,12 +49,11 @@ static void drop_object(void *p, uint32_t spot)
     uint64_t tail;
     if (h->spot != spot || h->size < cfg.min || h->size > cfg.max ||
         h->tag != bench_tag(spot, h->serial))
-        bench_fail("object %p taken from spot %u has a corrupt header (spot %u, size %u)",
-                   p, spot, h->spot, h->size);
+        bench_fail("object %p taken from spot %u has a corrupt header (spot %u, size %u)", p, spot,
+                   h->spot, h->size);
     memcpy(&tail, (char *)h + h->size - 8, 8);
     if (tail != ~h->tag)
-        bench_fail("object %p (%u bytes) in spot %u: its tail was overwritten", p, h->size,
-                   spot);
+        bench_fail("object %p (%u bytes) in spot %u: its tail was overwritten", p, h->size, spot);
     free(p);
     atomic_fetch_add_explicit(&cfg.freed, 1, memory_order_relaxed);
 }
@@ -69,8 +68,7 @@ static void worker(int tid, void *arg)
         uint32_t spot = (uint32_t)bench_rng_below(&rng, (uint64_t)cfg.spots_total);
         /* acq_rel: we take ownership of the old object and publish the new one */
         void *old = atomic_exchange_explicit(&cfg.spots[spot], NULL, memory_order_acq_rel);
-        if (old)
-            drop_object(old, spot);
+        if (old) drop_object(old, spot);
         uint64_t serial = ((uint64_t)tid << 40) | (uint64_t)i;
         void *fresh = make_object(sizes[i], spot, serial);
         old = atomic_exchange_explicit(&cfg.spots[spot], fresh, memory_order_acq_rel);
@@ -92,8 +90,8 @@ int main(int argc, char **argv)
         BENCH_INT("step", step, "size increment"),
         BENCH_END,
     };
-    bench_parse(argc, argv, "churn",
-                "threads free and reallocate random spots of a shared array", opts);
+    bench_parse(argc, argv, "churn", "threads free and reallocate random spots of a shared array",
+                opts);
     if (threads < 1 || spots < 1 || n < 1 || step < 1 || min < (long)sizeof(struct header) + 8 ||
         max < min || max > 1 << 30)
         bench_fail("need threads, spots, n, step >= 1 and %zu <= min <= max",

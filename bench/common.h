@@ -30,9 +30,18 @@ struct bench_opt {
     const char *help;
     const char **text;
 };
-#define BENCH_INT(knob, var, about) {.name = (knob), .value = &(var), .help = (about)}
-#define BENCH_TEXT(knob, var, about) {.name = (knob), .text = &(var), .help = (about)}
-#define BENCH_END {.name = NULL}
+#define BENCH_INT(knob, var, about)                                                                \
+    {                                                                                              \
+        .name = (knob), .value = &(var), .help = (about)                                           \
+    }
+#define BENCH_TEXT(knob, var, about)                                                               \
+    {                                                                                              \
+        .name = (knob), .text = &(var), .help = (about)                                            \
+    }
+#define BENCH_END                                                                                  \
+    {                                                                                              \
+        .name = NULL                                                                               \
+    }
 
 /* Parses argv into the knobs (a NULL-named entry ends the table); `--help` prints them
  * with their current (default) values and exits. `what` is the one-line description. */
@@ -55,8 +64,8 @@ double bench_run_threads(int threads, void (*fn)(int tid, void *ctx), void *ctx)
 
 /* Creates a thread, retrying while the system is momentarily out of threads (EAGAIN);
  * fails the run if it cannot. */
-void bench_thread_create(pthread_t *thread, const pthread_attr_t *attr,
-                         void *(*fn)(void *), void *arg);
+void bench_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+                         void *arg);
 
 /* Sleeps for the given number of microseconds. */
 void bench_sleep_us(long usec);

@@ -20,8 +20,8 @@
 
 struct consumer {
     void **batch[QUEUE_DEPTH];
-    sem_t full;   /* batches ready for the consumer */
-    sem_t empty;  /* batch buffers free for the producer */
+    sem_t full;  /* batches ready for the consumer */
+    sem_t empty; /* batch buffers free for the producer */
     long freed;
 };
 

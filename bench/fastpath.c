@@ -67,19 +67,17 @@ int main(int argc, char **argv)
         BENCH_END,
     };
     bench_parse(argc, argv, "fastpath", "N x { malloc(size); free; } single-threaded", opts);
-    if (n < 0 || size < 1)
-        bench_fail("need n >= 0 and size >= 1");
+    if (n < 0 || size < 1) bench_fail("need n >= 0 and size >= 1");
 
     check_batch((size_t)size);
     double t0 = bench_now();
     long nulls = empty ? empty_pairs(n, (size_t)size) : pairs(n, (size_t)size);
     double t1 = bench_now();
-    if (nulls != 0)
-        bench_fail("malloc(%ld) returned NULL %ld times", size, nulls);
+    if (nulls != 0) bench_fail("malloc(%ld) returned NULL %ld times", size, nulls);
     check_batch((size_t)size);
 
     double secs = t1 - t0;
-    bench_result(1, "n=%ld size=%ld empty=%ld seconds=%.6f ns_per_pair=%.3f", n, size, empty,
-                 secs, n ? secs * 1e9 / (double)n : 0.0);
+    bench_result(1, "n=%ld size=%ld empty=%ld seconds=%.6f ns_per_pair=%.3f", n, size, empty, secs,
+                 n ? secs * 1e9 / (double)n : 0.0);
     return 0;
 }

@@ -39,8 +39,10 @@ static struct header *make_block(size_t size, long slot, uint64_t serial)
 {
     struct header *h = malloc(size);
     bench_check_ptr(h, size, "malloc");
-    *h = (struct header){.tag = bench_tag((uint64_t)slot, serial), .size = size,
-                         .slot = (uint64_t)slot, .serial = serial};
+    *h = (struct header){.tag = bench_tag((uint64_t)slot, serial),
+                         .size = size,
+                         .slot = (uint64_t)slot,
+                         .serial = serial};
     char *b = (char *)h;
     for (size_t off = PAGE; off + 8 <= size; off += PAGE)
         *(uint64_t *)(b + off) = page_word(h->tag, off / PAGE);
@@ -69,15 +71,12 @@ static void worker(int tid, void *arg)
     for (long i = 0; i < cfg.per_thread; i++) {
         long slot = (long)bench_rng_below(&rng, (uint64_t)cfg.slots);
         /* acq_rel: take ownership of the old block, publish the new one */
-        struct header *old =
-            atomic_exchange_explicit(&cfg.slot[slot], NULL, memory_order_acq_rel);
-        if (old)
-            drop_block(old, slot);
+        struct header *old = atomic_exchange_explicit(&cfg.slot[slot], NULL, memory_order_acq_rel);
+        if (old) drop_block(old, slot);
         size_t size = cfg.min + (size_t)bench_rng_below(&rng, cfg.max - cfg.min + 1);
         struct header *fresh = make_block(size, slot, ((uint64_t)tid << 32) | (uint64_t)i);
         old = atomic_exchange_explicit(&cfg.slot[slot], fresh, memory_order_acq_rel);
-        if (old)
-            drop_block(old, slot);
+        if (old) drop_block(old, slot);
     }
 }
 
@@ -107,8 +106,7 @@ int main(int argc, char **argv)
 
     for (long s = 0; s < slots; s++) {
         struct header *h = atomic_load(&cfg.slot[s]);
-        if (h)
-            drop_block(h, s);
+        if (h) drop_block(h, s);
     }
     long allocated = cfg.per_thread * threads;
     if (atomic_load(&cfg.freed) != allocated)

@@ -27,15 +27,15 @@ struct slot {
 struct slice {
     struct slot *slots;
     long index;
-    long generation;      /* thread generations that ran on this slice */
-    long ops;             /* malloc + free operations done on this slice */
-    uint64_t serial;      /* blocks allocated on this slice so far */
+    long generation; /* thread generations that ran on this slice */
+    long ops;        /* malloc + free operations done on this slice */
+    uint64_t serial; /* blocks allocated on this slice so far */
 };
 
 static struct {
     long slots, ops, min, max;
     atomic_bool stop;
-    atomic_long running;  /* slices whose chain of threads has not finished */
+    atomic_long running; /* slices whose chain of threads has not finished */
     pthread_attr_t detached;
 } cfg;
 

@@ -7,8 +7,10 @@
  * runs `repeat` times, so that whether freed memory is reused (or returned) shows over
  * time. A sampler thread records resident set size (/proc/self/statm) and the bytes
  * currently requested every `sample_us` microseconds; --series writes that time series
- * as a table. Published: 1 producer x 1 consumer and 4 x 4, n = round = 100,000,
- * 50-500 bytes step 50; the paper runs one cycle, we default to 10.
+ * as a table. The result line gives the RSS before the first object (base), the peak,
+ * the RSS at the end when everything is freed, and the peak of bytes requested.
+ * Published: 1 producer x 1 consumer and 4 x 4, n = round = 100,000, 50-500 bytes step
+ * 50; the paper runs one cycle, we default to 10.
  *
  * Validation: every object carries a tag (pair, index) checked by the consumer before
  * it frees it; the bytes freed must equal the bytes allocated.
@@ -23,8 +25,8 @@
 #include <unistd.h>
 
 struct pair {
-    void **blocks;           /* ring of n slots */
-    uint32_t *sizes;         /* size of the object for slot i (same every cycle) */
+    void **blocks;   /* ring of n slots */
+    uint32_t *sizes; /* size of the object for slot i (same every cycle) */
     long id;
     /* written by the producer */
     _Alignas(64) atomic_long produced;
@@ -100,8 +102,7 @@ static void *consumer_main(void *arg)
         while (atomic_load_explicit(&p->produced, memory_order_acquire) < need)
             wait_a_little(&spins);
         long i = g % cfg.n;
-        bench_tag_check(p->blocks[i], p->sizes[i], bench_tag((uint64_t)p->id, (uint64_t)g),
-                        "free");
+        bench_tag_check(p->blocks[i], p->sizes[i], bench_tag((uint64_t)p->id, (uint64_t)g), "free");
         free(p->blocks[i]);
         freed += p->sizes[i];
         atomic_store_explicit(&p->bytes_freed, freed, memory_order_relaxed);
@@ -146,17 +147,14 @@ static void producer(int tid, void *arg)
 static void write_series(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        bench_fail("cannot write %s", path);
+    if (fd < 0) bench_fail("cannot write %s", path);
     char line[128];
     int len = snprintf(line, sizeof line, "# seconds\trss_bytes\trequested_bytes\n");
-    if (write(fd, line, (size_t)len) != len)
-        bench_fail("write to %s failed", path);
+    if (write(fd, line, (size_t)len) != len) bench_fail("write to %s failed", path);
     for (long i = 0; i < cfg.nsamples; i++) {
         const struct sample *s = &cfg.samples[i];
         len = snprintf(line, sizeof line, "%.6f\t%zu\t%zu\n", s->seconds, s->rss, s->requested);
-        if (write(fd, line, (size_t)len) != len)
-            bench_fail("write to %s failed", path);
+        if (write(fd, line, (size_t)len) != len) bench_fail("write to %s failed", path);
     }
     close(fd);
 }
@@ -181,8 +179,8 @@ int main(int argc, char **argv)
     };
     bench_parse(argc, argv, "memory",
                 "producers feed consumers; RSS sampled against bytes requested", opts);
-    if (threads < 1 || consumers < 1 || n < 1 || round < 1 || repeat < 1 || step < 1 ||
-        min < 1 || max < min || max > 1 << 30 || sample_us < 1)
+    if (threads < 1 || consumers < 1 || n < 1 || round < 1 || repeat < 1 || step < 1 || min < 1 ||
+        max < min || max > 1 << 30 || sample_us < 1)
         bench_fail("need every knob >= 1 and min <= max");
     cfg.producers = threads;
     cfg.consumers = consumers;
@@ -198,13 +196,14 @@ int main(int argc, char **argv)
         bench_rng_seed(&rng, (uint64_t)i);
         cfg.pairs[i].id = i;
         cfg.pairs[i].blocks = bench_map((size_t)n * sizeof(void *));
-        cfg.pairs[i].sizes = bench_sizes_fisher((size_t)n, (uint32_t)min, (uint32_t)max,
-                                                (uint32_t)step, &rng);
+        cfg.pairs[i].sizes =
+            bench_sizes_fisher((size_t)n, (uint32_t)min, (uint32_t)max, (uint32_t)step, &rng);
     }
     cfg.max_samples = 1 << 20;
     size_t sbytes = (size_t)cfg.max_samples * sizeof(struct sample);
     cfg.samples = bench_map(sbytes);
 
+    size_t base_rss = bench_rss(); /* the program itself, before any object exists */
     cfg.t0 = bench_now();
     pthread_t sampler;
     bench_thread_create(&sampler, NULL, sampler_main, NULL);
@@ -215,10 +214,8 @@ int main(int argc, char **argv)
 
     size_t peak_rss = 0, peak_req = 0, allocated = 0, freed = 0;
     for (long i = 0; i < cfg.nsamples; i++) {
-        if (cfg.samples[i].rss > peak_rss)
-            peak_rss = cfg.samples[i].rss;
-        if (cfg.samples[i].requested > peak_req)
-            peak_req = cfg.samples[i].requested;
+        if (cfg.samples[i].rss > peak_rss) peak_rss = cfg.samples[i].rss;
+        if (cfg.samples[i].requested > peak_req) peak_req = cfg.samples[i].requested;
     }
     for (long i = 0; i < npairs; i++) {
         allocated += atomic_load(&cfg.pairs[i].bytes_allocated);
@@ -226,18 +223,17 @@ int main(int argc, char **argv)
         bench_unmap(cfg.pairs[i].blocks, (size_t)n * sizeof(void *));
         bench_sizes_release(cfg.pairs[i].sizes, (size_t)n);
     }
-    if (allocated != freed)
-        bench_fail("allocated %zu bytes but freed %zu", allocated, freed);
-    if (series)
-        write_series(series);
+    if (allocated != freed) bench_fail("allocated %zu bytes but freed %zu", allocated, freed);
+    if (series) write_series(series);
     const double mib = 1024.0 * 1024.0;
     size_t final_rss = cfg.samples[cfg.nsamples - 1].rss;
     bench_result((int)threads,
                  "consumers=%ld n=%ld round=%ld repeat=%ld min=%ld max=%ld step=%ld "
-                 "seconds=%.6f peak_rss_mib=%.2f final_rss_mib=%.2f peak_requested_mib=%.2f "
-                 "samples=%ld",
-                 consumers, n, round, repeat, min, max, step, secs, (double)peak_rss / mib,
-                 (double)final_rss / mib, (double)peak_req / mib, cfg.nsamples);
+                 "seconds=%.6f base_rss_mib=%.2f peak_rss_mib=%.2f final_rss_mib=%.2f "
+                 "peak_requested_mib=%.2f samples=%ld",
+                 consumers, n, round, repeat, min, max, step, secs, (double)base_rss / mib,
+                 (double)peak_rss / mib, (double)final_rss / mib, (double)peak_req / mib,
+                 cfg.nsamples);
     bench_unmap(cfg.samples, sbytes);
     bench_unmap(cfg.pairs, pbytes);
     return 0;

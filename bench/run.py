@@ -250,6 +250,18 @@ class Results:
         rss = median([float(r["peak_rss_kib"]) / 1024.0 for r in ok])
         return val, rss, len(rows) - len(ok)
 
+    def field(self, workload, alloc, threads, name):
+        """Median of a field of the programs' result lines over the successful runs."""
+        rows = self.by_cell.get((workload, alloc, threads), [])
+        vals = []
+        for r in rows:
+            try:
+                if r["status"] == "ok":
+                    vals.append(float(r["_fields"][name]))
+            except (KeyError, ValueError):
+                pass
+        return median(vals)
+
     def time_ratio(self, workload, alloc, threads):
         """lfheap's time divided by this allocator's (for throughput: the inverse ratio
         of Mops/s). Below 1 means lfheap is faster."""
@@ -300,7 +312,42 @@ def workload_tables(res, workload, have_lfheap):
             cells.append(s)
         out.append("| %s | %s |" % (a, " | ".join(cells)))
     out.append("")
+    for title, fn in EXTRA_TABLES.get(workload, []):
+        out += [title + ":", "", head, sep]
+        for a in res.allocators:
+            out.append("| %s | %s |" % (a, " | ".join(fn(res, workload, a, t)
+                                                      for t in res.threads)))
+        out.append("")
     return out
+
+
+def _overhead_cell(res, workload, alloc, threads):
+    """(peak RSS - RSS before the first object) / peak bytes requested."""
+    peak = res.field(workload, alloc, threads, "peak_rss_mib")
+    base = res.field(workload, alloc, threads, "base_rss_mib")
+    req = res.field(workload, alloc, threads, "peak_requested_mib")
+    return "—" if None in (peak, base) or not req else "%.2f" % ((peak - base) / req)
+
+
+def _field_cell(res, workload, alloc, threads, name):
+    v = res.field(workload, alloc, threads, name)
+    return "—" if v is None else "%.2f" % v
+
+
+# Further tables for workloads whose programs report more than a time.
+EXTRA_TABLES = {
+    "memory": [
+        ("Memory overhead: (peak RSS - RSS before the first object) / peak bytes requested "
+         "(median; 1.00 would be no overhead)", _overhead_cell),
+        ("RSS at the end, everything freed, MiB (median): what the allocator kept",
+         lambda res, w, a, t: _field_cell(res, w, a, t, "final_rss_mib")),
+    ],
+    "thread-churn": [
+        ("RSS growth from the first tenth of the threads to the end, MiB (median; "
+         "should stay near 0)",
+         lambda res, w, a, t: _field_cell(res, w, a, t, "growth_mib")),
+    ],
+}
 
 
 def summary_table(res):
@@ -360,8 +407,10 @@ def plot(res, plotdir, memory_series):
                           (dat, i + 2, a) for i, a in enumerate(res.allocators))
         script = ("set terminal pngcairo size 800,500; set output '%s';"
                   "set title '%s'; set xlabel 'threads'; set ylabel '%s';"
-                  "set logscale x 2; set xtics (%s); set key outside right; set grid;"
-                  "plot %s\n" % (png, w, ylabel,
+                  "set logscale x 2; set xrange [%g:%g]; set xtics (%s); set key outside right;"
+                  "set grid;"
+                  "plot %s\n" % (png, w, ylabel, min(res.threads) / 1.25,
+                                 max(res.threads) * 1.25,
                                  ", ".join(str(t) for t in res.threads), plots))
         if subprocess.run(["gnuplot"], input=script, text=True, check=False,
                           capture_output=True).returncode == 0:
@@ -373,7 +422,7 @@ def plot(res, plotdir, memory_series):
         parts = ["'%s' using 1:($2/1048576) with lines lw 2 title '%s RSS'" % (p, a)
                  for a, p in series]
         parts.append("'%s' using 1:($3/1048576) with lines dt 2 lc rgb 'black' "
-                     "title 'requested'" % series[0][1])
+                     "title 'requested (%s run)'" % (series[0][1], series[0][0]))
         script = ("set terminal pngcairo size 900,500; set output '%s';"
                   "set title 'memory: RSS over time, %d producer(s)'; set xlabel 'seconds';"
                   "set ylabel 'MiB'; set key outside right; set grid; plot %s\n" %
@@ -477,6 +526,7 @@ def main():
                         "maxrss_kib": r["maxrss_kib"],
                         "command": " ".join(shlex.quote(c) for c in cmd),
                         "result": " ".join("%s=%s" % kv for kv in f.items()),
+                        "_fields": f,
                     }
                     if r["status"] == "ok":
                         try:

@@ -41,9 +41,9 @@ static const struct chain {
 
 struct worker_state {
     void **blocks;
-    uint32_t *size_now;   /* current size of blocks[i] */
-    uint32_t *sizes;      /* first size of object i */
-    uint32_t *resizes;    /* size realloc moves object i to */
+    uint32_t *size_now; /* current size of blocks[i] */
+    uint32_t *sizes;    /* first size of object i */
+    uint32_t *resizes;  /* size realloc moves object i to */
     uint64_t serial;
 };
 
@@ -113,14 +113,12 @@ static void worker(int tid, void *arg)
     uint64_t *tags = bench_map(tag_bytes);
     for (int c = 0; c < NCHAINS; c++) {
         const struct chain *ch = &chains[c];
-        if (ch->steps[0] == REALLOC || ch->steps[0] == FREE)
-            apply(w, MALLOC, tid, tags);
+        if (ch->steps[0] == REALLOC || ch->steps[0] == FREE) apply(w, MALLOC, tid, tags);
         pthread_barrier_wait(&cfg.phase); /* clock starts */
         for (int s = 0; s < ch->length; s++)
             apply(w, ch->steps[s], tid, tags);
         pthread_barrier_wait(&cfg.phase); /* clock stops */
-        if (ch->steps[ch->length - 1] != FREE)
-            apply(w, FREE, tid, tags);
+        if (ch->steps[ch->length - 1] != FREE) apply(w, FREE, tid, tags);
     }
     bench_unmap(tags, tag_bytes);
 }
@@ -135,12 +133,9 @@ int main(int argc, char **argv)
 {
     long threads = 1, n = 100000, min = 50, max = 500, step = 50;
     struct bench_opt opts[] = {
-        BENCH_INT("threads", threads, "worker threads"),
-        BENCH_INT("n", n, "objects per worker"),
-        BENCH_INT("min", min, "smallest object"),
-        BENCH_INT("max", max, "largest object"),
-        BENCH_INT("step", step, "size increment"),
-        BENCH_END,
+        BENCH_INT("threads", threads, "worker threads"), BENCH_INT("n", n, "objects per worker"),
+        BENCH_INT("min", min, "smallest object"),        BENCH_INT("max", max, "largest object"),
+        BENCH_INT("step", step, "size increment"),       BENCH_END,
     };
     bench_parse(argc, argv, "speed", "12 chains of malloc/calloc/realloc/free over n objects",
                 opts);
@@ -180,8 +175,7 @@ int main(int argc, char **argv)
     for (long t = 0; t < threads; t++) {
         struct worker_state *w = &cfg.workers[t];
         for (long i = 0; i < n; i++)
-            if (w->blocks[i])
-                bench_fail("worker %ld object %ld was not freed", t, i);
+            if (w->blocks[i]) bench_fail("worker %ld object %ld was not freed", t, i);
         bench_unmap(w->blocks, (size_t)n * sizeof(void *));
         bench_unmap(w->size_now, (size_t)n * sizeof(uint32_t));
         bench_sizes_release(w->sizes, (size_t)n);
@@ -195,7 +189,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < NCHAINS; c++)
         len += snprintf(chain_fields + len, sizeof chain_fields - (size_t)len, " %s=%.6f",
                         chains[c].name, cfg.seconds[c]);
-    bench_result((int)threads, "n=%ld min=%ld max=%ld step=%ld seconds=%.6f%s", n, min, max,
-                 step, total, chain_fields);
+    bench_result((int)threads, "n=%ld min=%ld max=%ld step=%ld seconds=%.6f%s", n, min, max, step,
+                 total, chain_fields);
     return 0;
 }

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 
 struct lane {
-    void *live;     /* the object left by the previous thread of this lane */
+    void *live; /* the object left by the previous thread of this lane */
     uint64_t tag;
-    long done;      /* threads run in this lane */
+    long done; /* threads run in this lane */
 };
 
 static struct {
@@ -69,8 +69,7 @@ static void lane_main(int tid, void *arg)
         pthread_t t;
         bench_thread_create(&t, NULL, short_thread, l);
         pthread_join(t, NULL);
-        if (tid == 0 && k == cfg.per_lane / 10)
-            cfg.rss_early = bench_rss();
+        if (tid == 0 && k == cfg.per_lane / 10) cfg.rss_early = bench_rss();
     }
 }
 

@@ -128,9 +128,10 @@ md = open(mds[0]).read()
 missing = [w for w in workloads if "### " + w not in md]
 check("bench-md-table-per-workload", not missing, "missing %s" % missing)
 cells = re.findall(r"^\| glibc \| ([^|]+) \| ([^|]+) \|$", md, re.M)
-numeric = [c for pair in cells for c in pair if re.match(r"^\s*[0-9.]+", c)]
-check("bench-md-table-cells", len(cells) == 2 * len(workloads) and
-      len(numeric) == 4 * len(workloads), "%d rows, %d numbers" % (len(cells), len(numeric)))
+numeric = [c for pair in cells for c in pair if re.match(r"^\s*-?[0-9.]+", c)]
+tables = 2 * len(workloads) + sum(len(v) for v in run.EXTRA_TABLES.values())
+check("bench-md-table-cells", len(cells) == tables and len(numeric) == 2 * tables,
+      "%d rows, %d numbers" % (len(cells), len(numeric)))
 check("bench-md-machine-and-versions", "## Machine" in md and "glibc**: libc6" in md and
       "## Parameters" in md)
 PY
