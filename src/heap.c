@@ -156,15 +156,18 @@ static inline _Atomic uint64_t *partial_shard(unsigned cls, uint64_t tid)
 
 /* ---- superblocks ------------------------------------------------------------------ */
 
-static void superblock_release(struct descriptor *d)
+/* Gives back the pages of a superblock or large block. It takes no descriptor: once a
+ * superblock is EMPTY, the thread that pops its descriptor may recycle it at any moment,
+ * so the releasing thread works from copies it made while the superblock was live. */
+static void pages_release(char *start, size_t size, bool os_backed)
 {
     /* Clear the map first: once the pages are unmapped another mapping may take their
      * addresses and register them. */
-    pagemap_set(d->start, d->size, NULL);
-    if (d->os_backed)
-        os_unmap(d->start, d->size);
+    pagemap_set(start, size, NULL);
+    if (os_backed)
+        os_unmap(start, size);
     else
-        arena_free(d->start, d->size);
+        arena_free(start, size);
 }
 
 static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
@@ -249,6 +252,9 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
     if (returned == 0)
         return;
     arena_tick();
+    /* The caller holds blocks of the superblock, so it is live and these are stable. */
+    char *start = d->start;
+    size_t size = d->size;
     uint64_t old = atomic_load_explicit(&d->anchor, memory_order_relaxed);
     uint64_t new;
     do {
@@ -263,16 +269,20 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
         unsigned state = new_count == d->max_count ? ANCHOR_EMPTY : ANCHOR_PARTIAL;
         new = anchor_make(state, avail, new_count, tail);
         /* Release publishes the links written into the blocks to the thread that takes
-         * them (its acquire CAS). A failed CAS means another give-back or a take
-         * succeeded: lock-free. */
-    } while (!atomic_compare_exchange_weak_explicit(&d->anchor, &old, new, memory_order_release,
+         * them (its acquire CAS); acquire makes a thread whose give-back empties the
+         * superblock see every earlier give-back's writes before it hands the pages on
+         * (otherwise the next owner of the pages would not be ordered after them). A
+         * failed CAS means another give-back or a take succeeded: lock-free. */
+    } while (!atomic_compare_exchange_weak_explicit(&d->anchor, &old, new, memory_order_acq_rel,
                                                     memory_order_relaxed));
     if (anchor_state(new) == ANCHOR_EMPTY) {
         /* LRMalloc's listing pushes a FULL superblock that became EMPTY in one flush onto
-         * the partial stack and leaks it; here it is released in both cases. */
-        superblock_release(d);
-        if (anchor_state(old) == ANCHOR_FULL)
-            desc_retire(d); /* on no stack: nobody else will find it */
+         * the partial stack and leaks it; here it is released in both cases. From the
+         * CAS on, `d` may only be touched if it is on no stack (old state FULL). */
+        bool on_stack = anchor_state(old) != ANCHOR_FULL;
+        pages_release(start, size, false);
+        if (!on_stack)
+            desc_retire(d);
     } else if (anchor_state(old) == ANCHOR_FULL) {
         stack_push(partial_shard(d->class_index, atomic_load_explicit(&d->owner,
                                                                       memory_order_relaxed)),
@@ -329,7 +339,7 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
 
 void heap_large_free(struct descriptor *d)
 {
-    superblock_release(d);
+    pages_release(d->start, d->size, d->os_backed);
     desc_retire(d);
 }
 
