@@ -56,7 +56,7 @@ int main(int argc, char **argv)
     }
     double secs = bench_run_threads((int)threads, worker, &c);
     bench_unmap(c.handed, bytes);
-    bench_result((int)threads, "iterations=%ld rw=%ld size=%ld seconds=%.6f", iterations, rw, size,
+    bench_result((int)threads, "iterations=%ld rw=%ld size=%ld seconds=%.9f", iterations, rw, size,
                  secs);
     return 0;
 }

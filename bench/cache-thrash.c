@@ -40,7 +40,7 @@ int main(int argc, char **argv)
     if (threads < 1 || iterations < 1 || rw < 1 || size < 1) bench_fail("need every knob >= 1");
     struct ctx c = {.iterations = iterations, .rw = rw, .size = (size_t)size};
     double secs = bench_run_threads((int)threads, worker, &c);
-    bench_result((int)threads, "iterations=%ld rw=%ld size=%ld seconds=%.6f", iterations, rw, size,
+    bench_result((int)threads, "iterations=%ld rw=%ld size=%ld seconds=%.9f", iterations, rw, size,
                  secs);
     return 0;
 }

@@ -114,7 +114,7 @@ int main(int argc, char **argv)
     if (atomic_load(&cfg.freed) != allocated)
         bench_fail("allocated %ld objects but freed %ld", allocated, atomic_load(&cfg.freed));
     bench_unmap(cfg.spots, bytes);
-    bench_result((int)threads, "spots=%ld n=%ld min=%ld max=%ld step=%ld seconds=%.6f mops=%.3f",
+    bench_result((int)threads, "spots=%ld n=%ld min=%ld max=%ld step=%ld seconds=%.9f mops=%.3f",
                  spots, n, min, max, step, secs, 2.0 * (double)n * (double)threads / secs / 1e6);
     return 0;
 }

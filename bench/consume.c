@@ -130,7 +130,7 @@ int main(int argc, char **argv)
     long allocated = threads * iterations * objects;
     if (freed != allocated)
         bench_fail("allocated %ld objects, consumers freed %ld", allocated, freed);
-    bench_result((int)threads, "iterations=%ld objects=%ld size=%ld seconds=%.6f mops=%.3f",
+    bench_result((int)threads, "iterations=%ld objects=%ld size=%ld seconds=%.9f mops=%.3f",
                  iterations, objects, size, secs, 2.0 * (double)allocated / secs / 1e6);
     return 0;
 }

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
     check_batch((size_t)size);
 
     double secs = t1 - t0;
-    bench_result(1, "n=%ld size=%ld empty=%ld seconds=%.6f ns_per_pair=%.3f", n, size, empty, secs,
+    bench_result(1, "n=%ld size=%ld empty=%ld seconds=%.9f ns_per_pair=%.3f", n, size, empty, secs,
                  n ? secs * 1e9 / (double)n : 0.0);
     return 0;
 }

@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     if (atomic_load(&cfg.freed) != allocated)
         bench_fail("allocated %ld blocks but freed %ld", allocated, atomic_load(&cfg.freed));
     bench_unmap(cfg.slot, bytes);
-    bench_result((int)threads, "iterations=%ld slots=%ld min_mib=%ld max_mib=%ld seconds=%.6f",
+    bench_result((int)threads, "iterations=%ld slots=%ld min_mib=%ld max_mib=%ld seconds=%.9f",
                  allocated, slots, min_mib, max_mib, secs);
     return 0;
 }

@@ -144,7 +144,7 @@ int main(int argc, char **argv)
     bench_unmap(all_slots, slot_bytes);
     bench_unmap(slices, slice_bytes);
     bench_result((int)threads,
-                 "ms=%ld slots=%ld ops=%ld min=%ld max=%ld generations=%ld seconds=%.6f "
+                 "ms=%ld slots=%ld ops=%ld min=%ld max=%ld generations=%ld seconds=%.9f "
                  "mops=%.3f",
                  seconds_ms, slots, ops, min, max, generations, secs,
                  (double)total_ops / secs / 1e6);

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     if (threads < 1 || n < 1 || size < 1) bench_fail("need threads, n and size >= 1");
     struct ctx c = {.n = n, .size = (size_t)size};
     double secs = bench_run_threads((int)threads, worker, &c);
-    bench_result((int)threads, "n=%ld size=%ld seconds=%.6f mops=%.3f", n, size, secs,
+    bench_result((int)threads, "n=%ld size=%ld seconds=%.9f mops=%.3f", n, size, secs,
                  2.0 * (double)n * (double)threads / secs / 1e6);
     return 0;
 }

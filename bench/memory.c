@@ -229,7 +229,7 @@ int main(int argc, char **argv)
     size_t final_rss = cfg.samples[cfg.nsamples - 1].rss;
     bench_result((int)threads,
                  "consumers=%ld n=%ld round=%ld repeat=%ld min=%ld max=%ld step=%ld "
-                 "seconds=%.6f base_rss_mib=%.2f peak_rss_mib=%.2f final_rss_mib=%.2f "
+                 "seconds=%.9f base_rss_mib=%.2f peak_rss_mib=%.2f final_rss_mib=%.2f "
                  "peak_requested_mib=%.2f samples=%ld",
                  consumers, n, round, repeat, min, max, step, secs, (double)base_rss / mib,
                  (double)peak_rss / mib, (double)final_rss / mib, (double)peak_req / mib,

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
         bench_fail("need threads, n, rate, min >= 1 and min <= max");
     struct ctx c = {.n = n, .rate = rate, .min = min, .max = max};
     double secs = bench_run_threads((int)threads, worker, &c);
-    bench_result((int)threads, "n=%ld rate=%ld min=%ld max=%ld seconds=%.6f mops=%.3f", n, rate,
+    bench_result((int)threads, "n=%ld rate=%ld min=%ld max=%ld seconds=%.9f mops=%.3f", n, rate,
                  min, max, secs, 2.0 * (double)n * (double)threads / secs / 1e6);
     return 0;
 }

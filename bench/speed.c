@@ -189,7 +189,7 @@ int main(int argc, char **argv)
     for (int c = 0; c < NCHAINS; c++)
         len += snprintf(chain_fields + len, sizeof chain_fields - (size_t)len, " %s=%.6f",
                         chains[c].name, cfg.seconds[c]);
-    bench_result((int)threads, "n=%ld min=%ld max=%ld step=%ld seconds=%.6f%s", n, min, max, step,
+    bench_result((int)threads, "n=%ld min=%ld max=%ld step=%ld seconds=%.9f%s", n, min, max, step,
                  total, chain_fields);
     return 0;
 }

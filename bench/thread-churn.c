@@ -107,7 +107,7 @@ int main(int argc, char **argv)
     bench_unmap(cfg.lanes, lbytes);
     const double mib = 1024.0 * 1024.0;
     bench_result((int)threads,
-                 "n=%ld size=%ld temp=%ld seconds=%.6f rss_start_mib=%.2f rss_early_mib=%.2f "
+                 "n=%ld size=%ld temp=%ld seconds=%.9f rss_start_mib=%.2f rss_early_mib=%.2f "
                  "rss_end_mib=%.2f growth_mib=%.2f",
                  cfg.per_lane * threads, size, temp, secs, (double)rss_start / mib,
                  (double)cfg.rss_early / mib, (double)rss_end / mib,

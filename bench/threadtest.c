@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     struct ctx c = {.rounds = rounds, .per_thread = n / threads, .size = (size_t)size};
     double secs = bench_run_threads((int)threads, worker, &c);
     double ops = 2.0 * (double)c.per_thread * (double)threads * (double)rounds;
-    bench_result((int)threads, "rounds=%ld n=%ld size=%ld seconds=%.6f mops=%.3f", rounds, n, size,
+    bench_result((int)threads, "rounds=%ld n=%ld size=%ld seconds=%.9f mops=%.3f", rounds, n, size,
                  secs, ops / secs / 1e6);
     return 0;
 }

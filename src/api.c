@@ -150,8 +150,9 @@ LFH_EXPORT void *lfh_pvalloc(size_t size)
 
 /* ---- release ---------------------------------------------------------------------- */
 
-static LFH_NOINLINE void free_slow(void *ptr, struct descriptor *desc)
+static LFH_NOINLINE void free_slow(void *ptr)
 {
+    struct descriptor *desc = pagemap_lookup(ptr);
     if (!desc)
         return; /* NULL, or not lfheap's: ignored */
     if (desc->class_index == HEAP_CLASS_LARGE) {
@@ -164,10 +165,10 @@ static LFH_NOINLINE void free_slow(void *ptr, struct descriptor *desc)
 
 LFH_EXPORT void lfh_free(void *ptr)
 {
-    struct descriptor *desc = pagemap_lookup(ptr);
-    if (LFH_LIKELY(desc != NULL) && tcache_free(ptr, desc))
+    /* Unknown pointers (NULL too) get a descriptor no thread owns: slow path. */
+    if (LFH_LIKELY(tcache_free(ptr, pagemap_find(ptr))))
         return;
-    free_slow(ptr, desc);
+    free_slow(ptr);
 }
 
 LFH_EXPORT void lfh_cfree(void *ptr)

@@ -7,23 +7,30 @@
 
 #include "os.h"
 
-_Atomic(pagemap_entry *) pagemap_root[PAGEMAP_ROOT_SIZE];
+struct pagemap pagemap = {.foreign = {.owner = HEAP_OWNER_NONE, .class_index = HEAP_CLASS_LARGE}};
+
+static pagemap_entry *leaf_at(uintptr_t offset)
+{
+    return (pagemap_entry *)((char *)pagemap.zero_leaf + offset);
+}
 
 static pagemap_entry *pagemap_leaf(size_t root_index)
 {
-    pagemap_entry *leaf = atomic_load_explicit(&pagemap_root[root_index], memory_order_acquire);
-    if (leaf)
-        return leaf;
+    uintptr_t offset = atomic_load_explicit(&pagemap.root[root_index], memory_order_acquire);
+    if (offset)
+        return leaf_at(offset);
     size_t bytes = PAGEMAP_LEAF_SIZE * sizeof(pagemap_entry);
     pagemap_entry *fresh = os_map(bytes, OS_PAGE_SIZE);
     if (!fresh)
         return NULL;
+    uintptr_t fresh_offset = (uintptr_t)fresh - (uintptr_t)pagemap.zero_leaf;
     /* Release publishes the (zeroed) leaf; acquire on failure reads the winner's leaf. */
-    if (atomic_compare_exchange_strong_explicit(&pagemap_root[root_index], &leaf, fresh,
-                                                memory_order_release, memory_order_acquire))
+    if (atomic_compare_exchange_strong_explicit(&pagemap.root[root_index], &offset,
+                                                fresh_offset, memory_order_release,
+                                                memory_order_acquire))
         return fresh;
     os_unmap(fresh, bytes);
-    return leaf;
+    return leaf_at(offset);
 }
 
 bool pagemap_set(const void *start, size_t size, struct descriptor *desc)
@@ -36,11 +43,12 @@ bool pagemap_set(const void *start, size_t size, struct descriptor *desc)
     for (uintptr_t a = first; a < end; a = ((a >> PAGEMAP_LEAF_SHIFT) + 1) << PAGEMAP_LEAF_SHIFT)
         if (!pagemap_leaf(a >> PAGEMAP_LEAF_SHIFT))
             return false;
+    uintptr_t entry = desc ? (uintptr_t)desc - (uintptr_t)&pagemap.foreign : 0;
     for (uintptr_t a = first; a < end; a += (uintptr_t)1 << PAGEMAP_PAGE_SHIFT) {
-        pagemap_entry *leaf =
-            atomic_load_explicit(&pagemap_root[a >> PAGEMAP_LEAF_SHIFT], memory_order_relaxed);
-        /* Relaxed: see pagemap_lookup; the pointer's hand-off orders this store. */
-        atomic_store_explicit(&leaf[(uint32_t)a >> PAGEMAP_PAGE_SHIFT], desc,
+        pagemap_entry *leaf = leaf_at(atomic_load_explicit(
+            &pagemap.root[a >> PAGEMAP_LEAF_SHIFT], memory_order_relaxed));
+        /* Relaxed: see pagemap_find; the pointer's hand-off orders this store. */
+        atomic_store_explicit(&leaf[(uint32_t)a >> PAGEMAP_PAGE_SHIFT], entry,
                               memory_order_relaxed);
     }
     return true;

@@ -1,9 +1,17 @@
 /*
  * pagemap: address -> descriptor for every page lfheap handed out (LRMalloc §3.4), so
- * that small blocks need no header. Two levels: a static root indexed by address bits
- * 47..32 and lazily mapped leaves indexed by bits 31..12. A lookup is two dependent
- * loads; a leaf costs address space (8 MiB) but only the pages of it that hold entries
- * become resident, and nothing is reserved before the first allocation.
+ * that small blocks need no header. Two levels: a root indexed by address bits 47..32
+ * and lazily mapped leaves indexed by bits 31..12; a lookup is two dependent loads, and
+ * nothing is reserved before the first allocation (a leaf is 8 MiB of address space, of
+ * which only the pages holding entries become resident).
+ *
+ * Encoding, chosen so that free's fast path needs no NULL test: a root slot holds the
+ * leaf's address minus that of `pagemap.zero_leaf`, and an empty slot (0) therefore
+ * designates `pagemap.zero_leaf`, a leaf that is never written (its pages are the
+ * kernel's shared zero page); a leaf entry holds the descriptor's address minus that of
+ * `pagemap.foreign`, and an empty entry (0) therefore designates `pagemap.foreign`, a
+ * descriptor whose owner is no thread. So pagemap_find() always returns a readable
+ * descriptor, and one that is not lfheap's fails the owner test like a remote block.
  *
  * Entries are written when a superblock or large block is set up and cleared before its
  * pages are given back, by the one thread that owns that transition; readers are frees of
@@ -13,41 +21,53 @@
 #define LFHEAP_PAGEMAP_H
 
 #include "common.h"
+#include "heap.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct descriptor;
-
 #define PAGEMAP_PAGE_SHIFT 12
 #define PAGEMAP_LEAF_SHIFT 32 /* a leaf covers 4 GiB */
 #define PAGEMAP_ROOT_SIZE  ((size_t)1 << (48 - PAGEMAP_LEAF_SHIFT))
 #define PAGEMAP_LEAF_SIZE  ((size_t)1 << (PAGEMAP_LEAF_SHIFT - PAGEMAP_PAGE_SHIFT))
 
-typedef _Atomic(struct descriptor *) pagemap_entry;
+typedef _Atomic uintptr_t pagemap_entry;
 
-extern _Atomic(pagemap_entry *) pagemap_root[PAGEMAP_ROOT_SIZE];
+struct pagemap {
+    _Atomic uintptr_t root[PAGEMAP_ROOT_SIZE];  /* leaf address - &pagemap.zero_leaf */
+    pagemap_entry zero_leaf[PAGEMAP_LEAF_SIZE]; /* never written */
+    struct descriptor foreign;                  /* owner HEAP_OWNER_NONE */
+};
 
-/* The descriptor of the page holding `ptr`, or NULL if lfheap does not own that page
- * (also for NULL and for addresses beyond 48 bits). */
-LFH_INLINE struct descriptor *pagemap_lookup(const void *ptr)
+extern struct pagemap pagemap;
+
+/* The descriptor of the page holding `ptr`, or &pagemap.foreign if lfheap does not own
+ * that page (also for NULL and for addresses beyond 48 bits). */
+LFH_INLINE struct descriptor *pagemap_find(const void *ptr)
 {
     uintptr_t addr = (uintptr_t)ptr;
     uintptr_t root_index = addr >> PAGEMAP_LEAF_SHIFT;
     if (LFH_UNLIKELY(root_index >= PAGEMAP_ROOT_SIZE))
-        return NULL;
+        return &pagemap.foreign;
     /* Acquire pairs with the release CAS that installs a leaf: the leaf's mapping is
-     * complete before its address can be seen (on x86-64 and aarch64 this is a plain or
-     * ldar load of a word that never changes once set). */
-    pagemap_entry *leaf = atomic_load_explicit(&pagemap_root[root_index], memory_order_acquire);
-    if (LFH_UNLIKELY(leaf == NULL))
-        return NULL;
+     * complete before its address can be seen (a plain load on x86-64, ldar on
+     * aarch64, of a word that never changes once set). */
+    uintptr_t leaf_offset = atomic_load_explicit(&pagemap.root[root_index], memory_order_acquire);
+    uintptr_t slot = leaf_offset + ((uint32_t)addr >> PAGEMAP_PAGE_SHIFT) * sizeof(pagemap_entry);
     /* Relaxed: the entry was stored before the block was handed to the program, and the
      * program's hand-off of the pointer orders that store before this load. */
-    return atomic_load_explicit(&leaf[(uint32_t)addr >> PAGEMAP_PAGE_SHIFT],
-                                memory_order_relaxed);
+    uintptr_t entry = atomic_load_explicit((pagemap_entry *)((char *)pagemap.zero_leaf + slot),
+                                           memory_order_relaxed);
+    return (struct descriptor *)((char *)&pagemap.foreign + entry);
+}
+
+/* The descriptor of the page holding `ptr`, or NULL if lfheap does not own that page. */
+LFH_INLINE struct descriptor *pagemap_lookup(const void *ptr)
+{
+    struct descriptor *desc = pagemap_find(ptr);
+    return desc == &pagemap.foreign ? NULL : desc;
 }
 
 /* Points every page of [start, start + size) at `desc` (NULL clears). Returns false only
