@@ -44,13 +44,3 @@ bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
 {
     return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
 }
-
-void os_advise_huge(void *addr, size_t size)
-{
-#ifdef MADV_HUGEPAGE
-    madvise(addr, size, MADV_HUGEPAGE);
-#else
-    (void)addr;
-    (void)size;
-#endif
-}

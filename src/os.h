@@ -29,7 +29,4 @@ void os_decommit(void *addr, size_t size);
  * failure, and then both mappings are as they were. */
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size);
 
-/* Ask for transparent huge pages on a range (advice only; failure is ignored). */
-void os_advise_huge(void *addr, size_t size);
-
 #endif
