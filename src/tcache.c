@@ -27,6 +27,14 @@ __thread struct tcache tcache_self;
 enum { TCACHE_EVENT_NONE, TCACHE_EVENT_FILL, TCACHE_EVENT_FLUSH };
 
 static _Atomic uint64_t tcache_last_id;
+
+/* Caches of exited threads, waiting for a new thread to adopt them whole (Streamflow's
+ * adoption of orphaned page blocks; LRMalloc's future work of recycling thread caches):
+ * the new thread takes over the lists, the bump ranges and the id, so it also owns the
+ * superblocks the old thread owned, and thread churn costs neither a flush nor a fill.
+ * A slot is filled by one CAS and emptied by one exchange: no ABA, no waiting. */
+#define TCACHE_ORPHAN_SLOTS 64
+static _Atomic(struct tcache *) tcache_orphans[TCACHE_ORPHAN_SLOTS];
 static _Atomic unsigned tcache_exit_key; /* pthread key + 1; 0 while none exists */
 
 static uint32_t clamp_blocks(size_t bytes, unsigned cls, uint32_t lo, uint32_t hi)
@@ -59,8 +67,38 @@ static void tcache_register_exit(struct tcache *tc)
     pthread_setspecific((pthread_key_t)(key_plus_one - 1), tc);
 }
 
+/* Frees a block from inside the cache layer, as lfh_free would. */
+static void release_block(void *block)
+{
+    struct descriptor *desc = pagemap_lookup(block);
+    if (!tcache_free(block, desc))
+        tcache_free_slow(block, desc);
+}
+
+static struct tcache *orphan_take(void)
+{
+    for (unsigned i = 0; i < TCACHE_ORPHAN_SLOTS; i++) {
+        /* Relaxed peek first, so that an empty table costs loads, not writes. */
+        if (!atomic_load_explicit(&tcache_orphans[i], memory_order_relaxed))
+            continue;
+        /* Acquire pairs with the publishing CAS: the copy's contents are complete. */
+        struct tcache *orphan = atomic_exchange_explicit(&tcache_orphans[i], NULL,
+                                                         memory_order_acquire);
+        if (orphan)
+            return orphan;
+    }
+    return NULL;
+}
+
 static void tcache_setup(struct tcache *tc)
 {
+    struct tcache *orphan = orphan_take();
+    if (orphan) {
+        *tc = *orphan;
+        tcache_register_exit(tc);
+        release_block(orphan); /* the copy lived in a block the orphan owned: now ours */
+        return;
+    }
     /* Relaxed: ids only need to be distinct. */
     tc->id = atomic_fetch_add_explicit(&tcache_last_id, 1, memory_order_relaxed) + 1;
     for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++) {
@@ -126,8 +164,11 @@ static void *alloc_uncached(unsigned cls)
 void *tcache_alloc_slow(unsigned cls)
 {
     struct tcache *tc = &tcache_self;
-    if (LFH_UNLIKELY(tc->id == 0))
+    if (LFH_UNLIKELY(tc->id == 0)) {
         tcache_setup(tc);
+        if (tc->bins[cls].head) /* adopted an exited thread's list */
+            return tcache_alloc(cls);
+    }
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_EXITED))
         return alloc_uncached(cls);
     struct tcache_bin *bin = &tc->bins[cls];
@@ -203,9 +244,8 @@ void tcache_free_slow(void *block, struct descriptor *desc)
         flush_remote(tc);
 }
 
-unsigned tcache_flush_all(void)
+static unsigned flush_cache(struct tcache *tc)
 {
-    struct tcache *tc = &tcache_self;
     unsigned cached = tc->remote_count;
     for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++) {
         struct tcache_bin *bin = &tc->bins[cls];
@@ -225,9 +265,47 @@ unsigned tcache_flush_all(void)
     return cached;
 }
 
+unsigned tcache_flush_all(void)
+{
+    unsigned cached = flush_cache(&tcache_self);
+    struct tcache *orphan;
+    while ((orphan = orphan_take()) != NULL) {
+        cached += flush_cache(orphan);
+        release_block(orphan);
+    }
+    return cached;
+}
+
+/* Leaves the calling thread's cache in an orphan slot; false if no slot or no memory. */
+static bool tcache_orphan(struct tcache *tc)
+{
+    struct tcache *copy = tcache_alloc(sizeclass_of(sizeof(struct tcache)));
+    if (!copy)
+        return false;
+    *copy = *tc;
+    for (unsigned i = 0; i < TCACHE_ORPHAN_SLOTS; i++) {
+        struct tcache *expected = NULL;
+        /* Release publishes the copy to the adopting thread's acquire exchange. */
+        if (atomic_compare_exchange_strong_explicit(&tcache_orphans[i], &expected, copy,
+                                                    memory_order_release,
+                                                    memory_order_relaxed)) {
+            for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++) {
+                tc->bins[cls].head = NULL;
+                tc->cold[cls].bump = tc->cold[cls].bump_end = NULL;
+            }
+            tc->remote_head = NULL;
+            tc->remote_count = 0;
+            return true;
+        }
+    }
+    release_block(copy);
+    return false;
+}
+
 static void tcache_thread_exit(void *unused)
 {
     (void)unused;
-    tcache_flush_all();
+    if (!tcache_orphan(&tcache_self))
+        flush_cache(&tcache_self);
     tcache_self.id = TCACHE_ID_EXITED;
 }

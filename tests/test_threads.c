@@ -152,8 +152,51 @@ static void fork_from_busy_process(void)
     CHECK(good == forks);
 }
 
+#ifndef TEST_PLAIN
+#include "tcache.h"
+
+/* A thread that starts after another exited adopts its cache whole: its id (and with it
+ * the superblocks it owned) and its cached blocks. */
+static uint64_t exited_id;
+static void *exited_block;
+
+static void *leave_cache(void *arg)
+{
+    (void)arg;
+    void *b = T_MALLOC(48);
+    T_FREE(T_MALLOC(48)); /* make sure the cache is set up and holds blocks */
+    T_FREE(b);            /* b is now the head of this thread's 48-byte list */
+    exited_id = tcache_self.id;
+    exited_block = b;
+    return NULL;
+}
+
+static void *adopt_cache(void *arg)
+{
+    (void)arg;
+    void *b = T_MALLOC(48);
+    CHECK(tcache_self.id == exited_id);
+    CHECK(b == exited_block); /* the list came along, hottest block first */
+    T_FREE(b);
+    return NULL;
+}
+
+static void exited_cache_is_adopted(void)
+{
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, leave_cache, NULL) == 0);
+    pthread_join(t, NULL);
+    REQUIRE(pthread_create(&t, NULL, adopt_cache, NULL) == 0);
+    pthread_join(t, NULL);
+    CHECK(exited_id != 0);
+}
+#endif
+
 int main(void)
 {
+#ifndef TEST_PLAIN
+    RUN(exited_cache_is_adopted);
+#endif
     RUN(thread_churn_keeps_rss_flat);
     RUN(fork_from_busy_process);
     return test_exit_status();
