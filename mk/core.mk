@@ -4,4 +4,4 @@ TEST_BINS += $(BUILD)/t/test_units $(BUILD)/t-tsan/test_units \
              $(BUILD)/t/test_stress $(BUILD)/t-plain/test_stress \
              $(BUILD)/t-tsan/test_stress $(BUILD)/t-asan/test_stress \
              $(BUILD)/t/test_threads $(BUILD)/t-plain/test_threads \
-             $(BUILD)/t-plain/test_purge
+             $(BUILD)/t-plain/test_purge $(BUILD)/t/test_arena $(BUILD)/t-tsan/test_arena

@@ -39,6 +39,8 @@ run stress-preloaded preload build/t-plain/test_stress 8 40000
 run stress-tsan build/t-tsan/test_stress 4 10000
 run stress-asan build/t-asan/test_stress 8 10000
 run units-tsan build/t-tsan/test_units
+run arena build/t/test_arena
+run arena-tsan build/t-tsan/test_arena
 run threads build/t/test_threads
 run threads-preloaded preload build/t-plain/test_threads
 run purge-preloaded preload build/t-plain/test_purge
