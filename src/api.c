@@ -55,7 +55,7 @@ static LFH_NOINLINE void *malloc_medium_or_large(size_t size)
 LFH_EXPORT void *lfh_malloc(size_t size)
 {
     if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
-        return tcache_alloc(sizeclass_lookup[(size + 15) >> 4]);
+        return tcache_alloc_small(size);
     return malloc_medium_or_large(size);
 }
 

@@ -34,8 +34,10 @@
 /* The class_index of a large block. */
 #define HEAP_CLASS_LARGE SIZECLASS_COUNT
 
-/* Owner of blocks no thread cache may keep: large blocks. Thread ids are never this. */
-#define HEAP_OWNER_NONE UINT64_MAX
+/* Owner of blocks no thread cache may keep: large blocks, and the page map's sentinel for
+ * foreign pointers. Zero, so that zero-filled memory (a fresh descriptor, the sentinel
+ * in .bss) belongs to nobody; thread ids are never zero. */
+#define HEAP_OWNER_NONE 0
 
 struct descriptor {
     /* Read by every free; written while the superblock is set up, and `owner` when a

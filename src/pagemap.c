@@ -7,7 +7,9 @@
 
 #include "os.h"
 
-struct pagemap pagemap = {.foreign = {.owner = HEAP_OWNER_NONE, .class_index = HEAP_CLASS_LARGE}};
+/* All zero, so it lives in .bss: the zero leaf costs address space only, and the
+ * sentinel's owner is HEAP_OWNER_NONE (0). */
+struct pagemap pagemap;
 
 static pagemap_entry *leaf_at(uintptr_t offset)
 {

@@ -11,10 +11,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-__thread struct tcache tcache_self;
+/* Starts as TCACHE_ID_UNSET in every new thread (a TLS initialiser), so an uninitialised
+ * cache matches no owner, not even HEAP_OWNER_NONE. */
+__thread struct tcache tcache_self = {.id = TCACHE_ID_UNSET};
 
-/* Ids start at 1; 0 marks a thread that has not set its cache up. */
-#define TCACHE_ID_EXITED (HEAP_OWNER_NONE - 1)
 
 /* A thread buffers this many frees of blocks it does not own before it returns them; the
  * batch is large enough that returning costs about one CAS per superblock run. */
@@ -164,7 +164,7 @@ static void *alloc_uncached(unsigned cls)
 void *tcache_alloc_slow(unsigned cls)
 {
     struct tcache *tc = &tcache_self;
-    if (LFH_UNLIKELY(tc->id == 0)) {
+    if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET)) {
         tcache_setup(tc);
         if (tc->bins[cls].head) /* adopted an exited thread's list */
             return tcache_alloc(cls);
@@ -206,10 +206,17 @@ void *tcache_alloc_slow(unsigned cls)
     return block;
 }
 
-void tcache_flush(struct tcache_bin *bin)
+void *tcache_alloc_slow_size(size_t size)
+{
+    return tcache_alloc_slow(sizeclass_of(size));
+}
+
+void tcache_flush(void *block)
 {
     struct tcache *tc = &tcache_self;
-    struct tcache_cold *cold = &tc->cold[bin - tc->bins];
+    unsigned cls = pagemap_lookup(block)->class_index;
+    struct tcache_bin *bin = &tc->bins[cls];
+    struct tcache_cold *cold = &tc->cold[cls];
     /* Keep the hot half (the list is LIFO), give back the rest. */
     uint32_t keep = cold->limit / 2;
     void *rest;
@@ -232,7 +239,7 @@ void tcache_flush(struct tcache_bin *bin)
 void tcache_free_slow(void *block, struct descriptor *desc)
 {
     struct tcache *tc = &tcache_self;
-    if (LFH_UNLIKELY(tc->id == 0))
+    if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET))
         tcache_setup(tc);
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_EXITED)) {
         heap_give_back(desc, block, block, 1, NULL);

@@ -38,9 +38,13 @@ struct tcache_cold {
     uint32_t last_event; /* TCACHE_EVENT_*: what the bin's slow path did last */
 };
 
+/* Ids of real caches count up from 1; these two never own a superblock. */
+#define TCACHE_ID_UNSET  UINT64_MAX
+#define TCACHE_ID_EXITED (UINT64_MAX - 1)
+
 struct tcache {
     struct tcache_bin bins[SIZECLASS_COUNT];
-    uint64_t id; /* 0 until set up; TCACHE_ID_EXITED once the thread handed it back */
+    uint64_t id; /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
     void *remote_head; /* blocks of superblocks other threads own, to return in batches */
     uint32_t remote_count;
     struct tcache_cold cold[SIZECLASS_COUNT];
@@ -49,13 +53,31 @@ struct tcache {
 extern __thread struct tcache tcache_self __attribute__((visibility("hidden")));
 
 void *tcache_alloc_slow(unsigned cls) LFH_NOINLINE;
-void tcache_flush(struct tcache_bin *bin) LFH_NOINLINE;
+/* The same for a small request of `size` bytes (malloc's fast path keeps the size in its
+ * argument register, so handing it over costs nothing). */
+void *tcache_alloc_slow_size(size_t size) LFH_NOINLINE;
+/* Cuts back the list that `block`, just freed, heads (the block names its class, so the
+ * fast path hands over a register it already holds). */
+void tcache_flush(void *block) LFH_NOINLINE;
 /* Frees of small blocks the fast path could not take: another owner, or this thread's
  * cache not set up or already handed back. */
 void tcache_free_slow(void *block, struct descriptor *desc) LFH_NOINLINE;
 /* Returns everything the calling thread caches to the heap (malloc_trim, thread exit);
  * the result is the number of blocks it had cached. */
 unsigned tcache_flush_all(void);
+
+/* malloc's fast path for size <= SIZECLASS_LOOKUP_MAX. */
+LFH_INLINE void *tcache_alloc_small(size_t size)
+{
+    struct tcache_bin *bin = &tcache_self.bins[sizeclass_lookup[(size + 15) >> 4]];
+    void *block = bin->head;
+    if (LFH_LIKELY(block != NULL)) {
+        bin->head = *(void **)block;
+        bin->credit++;
+        return block;
+    }
+    return tcache_alloc_slow_size(size);
+}
 
 LFH_INLINE void *tcache_alloc(unsigned cls)
 {
@@ -80,7 +102,7 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
     *(void **)block = bin->head;
     bin->head = block;
     if (LFH_UNLIKELY(--bin->credit == 0))
-        tcache_flush(bin);
+        tcache_flush(block);
     return 1;
 }
 
