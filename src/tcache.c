@@ -104,6 +104,7 @@ static void tcache_setup(struct tcache *tc)
     for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++) {
         tc->cold[cls].limit = clamp_blocks(TCACHE_BYTES_INITIAL, cls, 2, 2048);
         tc->bins[cls].credit = (int32_t)tc->cold[cls].limit;
+        tc->bins[cls].block_size = sizeclass_block_size[cls];
     }
     tcache_register_exit(tc);
 }
@@ -166,19 +167,14 @@ void *tcache_alloc_slow(unsigned cls)
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET)) {
         tcache_setup(tc);
-        if (tc->bins[cls].head) /* adopted an exited thread's list */
-            return tcache_alloc(cls);
+        void *adopted = tcache_bin_take(&tc->bins[cls]); /* an exited thread's cache */
+        if (adopted)
+            return adopted;
     }
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_EXITED))
         return alloc_uncached(cls);
     struct tcache_bin *bin = &tc->bins[cls];
     struct tcache_cold *cold = &tc->cold[cls];
-    size_t block_size = sizeclass_block_size[cls];
-    if (cold->bump != cold->bump_end) {
-        void *block = cold->bump;
-        cold->bump += block_size;
-        return block;
-    }
     struct heap_fill fill;
     if (!heap_fill(cls, tc->id, &fill)) {
         errno = ENOMEM;
@@ -190,8 +186,8 @@ void *tcache_alloc_slow(unsigned cls)
         cold->limit = cold->limit * 2 > max ? max : cold->limit * 2;
     }
     cold->last_event = TCACHE_EVENT_FILL;
-    cold->bump = fill.bump;
-    cold->bump_end = fill.bump_end;
+    bin->bump = fill.bump;
+    bin->bump_end = fill.bump_end;
     cold->bump_desc = fill.desc;
     if (fill.chain) {
         /* A chain longer than the limit is cut back at the next free. */
@@ -201,8 +197,8 @@ void *tcache_alloc_slow(unsigned cls)
         return fill.chain;
     }
     bin->credit = (int32_t)cold->limit;
-    void *block = cold->bump;
-    cold->bump += block_size;
+    void *block = bin->bump;
+    bin->bump += bin->block_size;
     return block;
 }
 
@@ -263,9 +259,9 @@ static unsigned flush_cache(struct tcache *tc)
         bin->head = NULL;
         bin->credit = (int32_t)cold->limit;
         give_back_list(list);
-        if (cold->bump != cold->bump_end)
-            heap_give_back(cold->bump_desc, NULL, NULL, 0, cold->bump);
-        cold->bump = cold->bump_end = NULL;
+        if (bin->bump != bin->bump_end)
+            heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
+        bin->bump = bin->bump_end = NULL;
         cold->bump_desc = NULL;
     }
     flush_remote(tc);
@@ -298,7 +294,7 @@ static bool tcache_orphan(struct tcache *tc)
                                                     memory_order_relaxed)) {
             for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++) {
                 tc->bins[cls].head = NULL;
-                tc->cold[cls].bump = tc->cold[cls].bump_end = NULL;
+                tc->bins[cls].bump = tc->bins[cls].bump_end = NULL;
             }
             tc->remote_head = NULL;
             tc->remote_count = 0;

@@ -23,17 +23,18 @@
 
 #include <stdint.h>
 
-/* The fast-path part of a size class's cache. */
+/* The fast-path part of a size class's cache (32 bytes). */
 struct tcache_bin {
-    void *head;     /* free blocks, linked through their first word */
-    int32_t credit; /* frees this list takes before it is cut back to half its limit */
+    void *head;          /* free blocks, linked through their first word */
+    int32_t credit;      /* frees this list takes before it is cut back to half its limit */
+    uint32_t block_size; /* the class's block size: the bump step */
+    char *bump;          /* next never-touched block of the bump range... */
+    char *bump_end;      /* ...which ends here (bump == bump_end: none) */
 };
 
 /* The slow-path part. */
 struct tcache_cold {
-    char *bump;     /* next never-touched block of bump_desc's superblock */
-    char *bump_end;
-    struct descriptor *bump_desc;
+    struct descriptor *bump_desc; /* the superblock of the bump range */
     uint32_t limit;
     uint32_t last_event; /* TCACHE_EVENT_*: what the bin's slow path did last */
 };
@@ -66,29 +67,35 @@ void tcache_free_slow(void *block, struct descriptor *desc) LFH_NOINLINE;
  * the result is the number of blocks it had cached. */
 unsigned tcache_flush_all(void);
 
-/* malloc's fast path for size <= SIZECLASS_LOOKUP_MAX. */
-LFH_INLINE void *tcache_alloc_small(size_t size)
+/* Pops the list, or else carves the next block of the bump range; NULL if both are
+ * empty. Blocks are never written before they are handed out (Streamflow). */
+LFH_INLINE void *tcache_bin_take(struct tcache_bin *bin)
 {
-    struct tcache_bin *bin = &tcache_self.bins[sizeclass_lookup[(size + 15) >> 4]];
     void *block = bin->head;
     if (LFH_LIKELY(block != NULL)) {
         bin->head = *(void **)block;
         bin->credit++;
         return block;
     }
-    return tcache_alloc_slow_size(size);
+    char *fresh = bin->bump;
+    if (LFH_LIKELY(fresh != bin->bump_end)) {
+        bin->bump = fresh + bin->block_size;
+        return fresh;
+    }
+    return NULL;
+}
+
+/* malloc's fast path for size <= SIZECLASS_LOOKUP_MAX. */
+LFH_INLINE void *tcache_alloc_small(size_t size)
+{
+    void *block = tcache_bin_take(&tcache_self.bins[sizeclass_lookup[(size + 15) >> 4]]);
+    return LFH_LIKELY(block != NULL) ? block : tcache_alloc_slow_size(size);
 }
 
 LFH_INLINE void *tcache_alloc(unsigned cls)
 {
-    struct tcache_bin *bin = &tcache_self.bins[cls];
-    void *block = bin->head;
-    if (LFH_LIKELY(block != NULL)) {
-        bin->head = *(void **)block;
-        bin->credit++;
-        return block;
-    }
-    return tcache_alloc_slow(cls);
+    void *block = tcache_bin_take(&tcache_self.bins[cls]);
+    return LFH_LIKELY(block != NULL) ? block : tcache_alloc_slow(cls);
 }
 
 /* True if the block went into this thread's cache. */
