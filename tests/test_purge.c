@@ -17,8 +17,7 @@ static long rss_kib(void)
     FILE *f = fopen("/proc/self/statm", "r");
     long pages = 0, resident = 0;
     if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
-            resident = 0;
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
         fclose(f);
     }
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
@@ -41,8 +40,7 @@ static void rss_falls_back_after_free(void)
     size_t total = 0;
     for (int i = 0; i < BLOCKS; i++) {
         rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        size_t size = (i % 200 == 0) ? 100000 + (rng >> 33) % (4u << 20)
-                                     : 16 + (rng >> 33) % 8000;
+        size_t size = (i % 200 == 0) ? 100000 + (rng >> 33) % (4u << 20) : 16 + (rng >> 33) % 8000;
         blocks[i] = T_MALLOC(size);
         REQUIRE(blocks[i]);
         memset(blocks[i], 0x77, size);
@@ -79,8 +77,7 @@ static void churn_reuses_chunks(void)
         }
         for (int i = 0; i < 16; i++)
             T_FREE(held[i]);
-        if (round == 5)
-            before = rss_kib();
+        if (round == 5) before = rss_kib();
     }
     CHECK(rss_kib() - before < 16 * 1024);
 }

@@ -41,7 +41,9 @@ static size_t random_size(uint64_t *rng)
     switch (r % 100) {
     case 0:
         return 1 + (r >> 8) % (4u << 20); /* large: up to 4 MiB */
-    case 1: case 2: case 3:
+    case 1:
+    case 2:
+    case 3:
         return 1 + (r >> 8) % 65536; /* medium */
     default:
         return 1 + (r >> 8) % 512; /* small */
@@ -67,21 +69,17 @@ static void fill(unsigned char *block, size_t size, uint64_t tag)
     }
     for (size_t i = sizeof(struct header); i < size; i += pattern_step(size))
         block[i] = pattern_byte(tag, i);
-    if (size > sizeof(struct header))
-        block[size - 1] = pattern_byte(tag, size - 1);
+    if (size > sizeof(struct header)) block[size - 1] = pattern_byte(tag, size - 1);
 }
 
 static int verify(const unsigned char *block)
 {
     struct header h;
     memcpy(&h, block, sizeof h);
-    if (h.size < sizeof(struct header) || T_MALLOC_USABLE_SIZE((void *)block) < h.size)
-        return 0;
+    if (h.size < sizeof(struct header) || T_MALLOC_USABLE_SIZE((void *)block) < h.size) return 0;
     for (size_t i = sizeof(struct header); i < h.size; i += pattern_step(h.size))
-        if (block[i] != pattern_byte(h.tag, i))
-            return 0;
-    return h.size == sizeof(struct header) ||
-           block[h.size - 1] == pattern_byte(h.tag, h.size - 1);
+        if (block[i] != pattern_byte(h.tag, i)) return 0;
+    return h.size == sizeof(struct header) || block[h.size - 1] == pattern_byte(h.tag, h.size - 1);
 }
 
 static void *worker(void *arg)
@@ -89,8 +87,7 @@ static void *worker(void *arg)
     uint64_t rng = 0x9e3779b97f4a7c15ull * ((uintptr_t)arg + 1);
     for (long op = 0; op < ops_per_thread; op++) {
         size_t size = random_size(&rng);
-        if (size < sizeof(struct header))
-            size = sizeof(struct header);
+        if (size < sizeof(struct header)) size = sizeof(struct header);
         uint64_t tag = next_random(&rng);
         unsigned char *block = T_MALLOC(size);
         if (!block) {
@@ -101,10 +98,8 @@ static void *worker(void *arg)
         atomic_fetch_add(&live_blocks, 1);
         unsigned slot = (unsigned)(next_random(&rng) % SLOTS);
         unsigned char *old = atomic_exchange(&slots[slot], block);
-        if (!old)
-            continue;
-        if (!verify(old))
-            atomic_fetch_add(&corrupt_blocks, 1);
+        if (!old) continue;
+        if (!verify(old)) atomic_fetch_add(&corrupt_blocks, 1);
         if (next_random(&rng) % 8 == 0) {
             /* resize someone else's block: contents up to the smaller size survive */
             struct header h;
@@ -132,8 +127,7 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 8;
-    if (argc > 2)
-        ops_per_thread = atol(argv[2]);
+    if (argc > 2) ops_per_thread = atol(argv[2]);
     pthread_t t[256];
     REQUIRE(threads > 0 && threads <= 256);
     for (intptr_t i = 0; i < threads; i++)
@@ -143,8 +137,7 @@ int main(int argc, char **argv)
     long in_slots = 0;
     for (int i = 0; i < SLOTS; i++) {
         unsigned char *b = atomic_exchange(&slots[i], NULL);
-        if (!b)
-            continue;
+        if (!b) continue;
         in_slots++;
         CHECK(verify(b));
         T_FREE(b);
