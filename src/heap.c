@@ -188,6 +188,7 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     d->block_size = sizeclass_block_size[cls];
     d->max_count = (uint32_t)(size / d->block_size);
     d->class_index = (uint8_t)cls;
+    d->class_scaled = (uint16_t)(cls * SIZECLASS_STRIDE);
     /* Relaxed: nobody else can reach this descriptor until its blocks are handed out. */
     atomic_store_explicit(&d->owner, tid, memory_order_relaxed);
     atomic_store_explicit(&d->anchor, anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count),
@@ -325,6 +326,7 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     d->block_size = 0;
     d->max_count = 0;
     d->class_index = HEAP_CLASS_LARGE;
+    d->class_scaled = (uint16_t)(HEAP_CLASS_LARGE * SIZECLASS_STRIDE);
     atomic_store_explicit(&d->owner, HEAP_OWNER_NONE, memory_order_relaxed);
     if (!pagemap_set(start, bytes, d)) {
         if (d->os_backed)

@@ -49,6 +49,7 @@ struct descriptor {
     uint32_t max_count;      /* blocks in the superblock (small only) */
     uint32_t self;           /* this descriptor's index, for the lock-free stacks */
     uint8_t class_index;     /* size class, or HEAP_CLASS_LARGE */
+    uint16_t class_scaled;   /* class_index * SIZECLASS_STRIDE: free's index into its cache */
     bool os_backed;          /* a large block mapped from the OS, not an arena chunk */
 
     /* Written by any thread that frees into the superblock or moves the descriptor

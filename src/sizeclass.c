@@ -1,7 +1,7 @@
 /*
  * sizeclass: the class tables. They are constants, so no initialisation is needed before
- * the first malloc (which may come from the dynamic loader). tests/test_sizeclass.c
- * checks the tables against the formula in sizeclass.h.
+ * the first malloc (which may come from the dynamic loader). tests/test_units.c checks
+ * the tables against the formula in sizeclass.h.
  */
 #include "sizeclass.h"
 
@@ -12,12 +12,30 @@ const uint32_t sizeclass_block_size[SIZECLASS_COUNT] = {
     7168,  8192,  10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
 };
 
-/* sizeclass_lookup[(size + 15) / 16] for size <= 1024. */
-const uint8_t sizeclass_lookup[SIZECLASS_LOOKUP_MAX / 16 + 1] = {
-    0,  0,  1,  2,  3,  4,  5,  6,  7,  8,  8,  9,  9,  10, 10, 11, 11,
-    12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15, 16,
-    16, 16, 16, 16, 16, 16, 16, 17, 17, 17, 17, 17, 17, 17, 17, 18, 18,
-    18, 18, 18, 18, 18, 18, 19, 19, 19, 19, 19, 19, 19, 19,
+/* sizeclass_lookup[size] = class * SIZECLASS_STRIDE for size <= 1024: indexed by the
+ * request itself, so malloc's fast path needs no arithmetic before the load (range
+ * designators, a GNU C extension both gcc and clang accept, keep the table readable). */
+const uint16_t sizeclass_lookup[SIZECLASS_LOOKUP_MAX + 1] = {
+    [0 ... 16] = 0 * SIZECLASS_STRIDE,
+    [17 ... 32] = 1 * SIZECLASS_STRIDE,
+    [33 ... 48] = 2 * SIZECLASS_STRIDE,
+    [49 ... 64] = 3 * SIZECLASS_STRIDE,
+    [65 ... 80] = 4 * SIZECLASS_STRIDE,
+    [81 ... 96] = 5 * SIZECLASS_STRIDE,
+    [97 ... 112] = 6 * SIZECLASS_STRIDE,
+    [113 ... 128] = 7 * SIZECLASS_STRIDE,
+    [129 ... 160] = 8 * SIZECLASS_STRIDE,
+    [161 ... 192] = 9 * SIZECLASS_STRIDE,
+    [193 ... 224] = 10 * SIZECLASS_STRIDE,
+    [225 ... 256] = 11 * SIZECLASS_STRIDE,
+    [257 ... 320] = 12 * SIZECLASS_STRIDE,
+    [321 ... 384] = 13 * SIZECLASS_STRIDE,
+    [385 ... 448] = 14 * SIZECLASS_STRIDE,
+    [449 ... 512] = 15 * SIZECLASS_STRIDE,
+    [513 ... 640] = 16 * SIZECLASS_STRIDE,
+    [641 ... 768] = 17 * SIZECLASS_STRIDE,
+    [769 ... 896] = 18 * SIZECLASS_STRIDE,
+    [897 ... 1024] = 19 * SIZECLASS_STRIDE,
 };
 
 size_t sizeclass_superblock_size(unsigned cls)

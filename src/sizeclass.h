@@ -25,14 +25,19 @@
 /* ...and hold at least this many blocks of the larger classes. */
 #define SIZECLASS_MIN_BLOCKS 8
 
+/* Per-class arrays of the layers above (the thread cache's bins) have entries of this
+ * many bytes, and the lookup table and descriptors hold class * SIZECLASS_STRIDE, so
+ * that malloc and free reach a class's entry without scaling the index. */
+#define SIZECLASS_STRIDE 32
+
 extern const uint32_t sizeclass_block_size[SIZECLASS_COUNT];
-extern const uint8_t sizeclass_lookup[SIZECLASS_LOOKUP_MAX / 16 + 1];
+extern const uint16_t sizeclass_lookup[SIZECLASS_LOOKUP_MAX + 1];
 
 /* Class of a request of `size` bytes, for size <= SIZECLASS_MAX_SIZE. */
 LFH_INLINE unsigned sizeclass_of(size_t size)
 {
     if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
-        return sizeclass_lookup[(size + 15) >> 4];
+        return sizeclass_lookup[size] / SIZECLASS_STRIDE;
     /* Above 128: with x = size - 1 in [2^g, 2^(g+1)), the four classes of that doubling
      * are 2^g + k * 2^(g-2) for k = 1..4; classes 0..7 are 16..128. */
     size_t x = size - 1;

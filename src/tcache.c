@@ -167,7 +167,7 @@ void *tcache_alloc_slow(unsigned cls)
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET)) {
         tcache_setup(tc);
-        void *adopted = tcache_bin_take(&tc->bins[cls]); /* an exited thread's cache */
+        void *adopted = tcache_bin_take(tcache_base() + cls * SIZECLASS_STRIDE); /* an exited thread's cache */
         if (adopted)
             return adopted;
     }

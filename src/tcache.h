@@ -11,8 +11,9 @@
  * batched per superblock, where the owner's next fill finds it.
  *
  * A list holds about `limit` blocks: the bin's `credit` counts down the frees left until
- * the list is cut back to its hottest limit/2 blocks and the rest goes back to the heap. The limit grows when a bin keeps
- * emptying soon after it overflowed. At thread exit the whole cache goes back.
+ * the list is cut back to its hottest limit/2 blocks and the rest goes back to the heap. The limit
+ * grows when a bin keeps emptying soon after it overflowed. At thread exit the whole cache goes
+ * back.
  */
 #ifndef LFHEAP_TCACHE_H
 #define LFHEAP_TCACHE_H
@@ -21,6 +22,7 @@
 #include "heap.h"
 #include "sizeclass.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The fast-path part of a size class's cache (32 bytes). */
@@ -45,7 +47,7 @@ struct tcache_cold {
 
 struct tcache {
     struct tcache_bin bins[SIZECLASS_COUNT];
-    uint64_t id; /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
+    uint64_t id;       /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
     void *remote_head; /* blocks of superblocks other threads own, to return in batches */
     uint32_t remote_count;
     struct tcache_cold cold[SIZECLASS_COUNT];
@@ -67,10 +69,47 @@ void tcache_free_slow(void *block, struct descriptor *desc) LFH_NOINLINE;
  * the result is the number of blocks it had cached. */
 unsigned tcache_flush_all(void);
 
-/* Pops the list, or else carves the next block of the bump range; NULL if both are
- * empty. Blocks are never written before they are handed out (Streamflow). */
-LFH_INLINE void *tcache_bin_take(struct tcache_bin *bin)
+/* The fast paths reach the calling thread's cache relative to the thread pointer. On
+ * x86-64 the offset of tcache_self from %fs is one load from the GOT (initial-exec TLS;
+ * the linker turns it into an immediate in an executable) and the cache is accessed
+ * %fs-relative (the __seg_fs address space of gcc and clang), which spares reading the
+ * thread pointer and adding it. Elsewhere, and under the sanitizers (which would check
+ * a %fs-relative access as if it were at the bare offset), the offset is the cache's
+ * address. Slow paths use &tcache_self; no function mixes both kinds of access. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define TCACHE_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TCACHE_SANITIZED 1
+#endif
+#if defined(__x86_64__) && defined(__SEG_FS) && !defined(TCACHE_SANITIZED)
+#define TCACHE_SEG __seg_fs
+LFH_INLINE uintptr_t tcache_base(void)
 {
+    uintptr_t offset;
+    __asm__("movq tcache_self@gottpoff(%%rip), %0" : "=r"(offset));
+    return offset;
+}
+#else
+#define TCACHE_SEG
+LFH_INLINE uintptr_t tcache_base(void)
+{
+    return (uintptr_t)&tcache_self;
+}
+#endif
+
+/* free and malloc index the bins with class * SIZECLASS_STRIDE, without scaling. */
+_Static_assert(sizeof(struct tcache_bin) == SIZECLASS_STRIDE, "bins are SIZECLASS_STRIDE apart");
+_Static_assert(offsetof(struct tcache, bins) == 0, "the bins start the cache");
+
+/* Pops the list of the bin at `bin_base` (tcache_base() + class * SIZECLASS_STRIDE), or
+ * else carves the next block of the bump range; NULL if both are empty. Blocks are never
+ * written before they are handed out (Streamflow). */
+LFH_INLINE void *tcache_bin_take(uintptr_t bin_base)
+{
+    struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)bin_base;
     void *block = bin->head;
     if (LFH_LIKELY(block != NULL)) {
         bin->head = *(void **)block;
@@ -85,31 +124,33 @@ LFH_INLINE void *tcache_bin_take(struct tcache_bin *bin)
     return NULL;
 }
 
-/* malloc's fast path for size <= SIZECLASS_LOOKUP_MAX. */
+/* malloc's fast path for size <= SIZECLASS_LOOKUP_MAX: the table gives the bin's offset
+ * directly. */
 LFH_INLINE void *tcache_alloc_small(size_t size)
 {
-    void *block = tcache_bin_take(&tcache_self.bins[sizeclass_lookup[(size + 15) >> 4]]);
+    void *block = tcache_bin_take(tcache_base() + sizeclass_lookup[size]);
     return LFH_LIKELY(block != NULL) ? block : tcache_alloc_slow_size(size);
 }
 
 LFH_INLINE void *tcache_alloc(unsigned cls)
 {
-    void *block = tcache_bin_take(&tcache_self.bins[cls]);
+    void *block = tcache_bin_take(tcache_base() + cls * SIZECLASS_STRIDE);
     return LFH_LIKELY(block != NULL) ? block : tcache_alloc_slow(cls);
 }
 
 /* True if the block went into this thread's cache. */
 LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
 {
+    uintptr_t base = tcache_base();
     /* Relaxed: the owner is a hint for locality (see tcache.c); a stale value only sends
      * the block the slower, equally correct way. */
-    if (LFH_UNLIKELY(atomic_load_explicit(&desc->owner, memory_order_relaxed) != tcache_self.id))
+    if (LFH_UNLIKELY(atomic_load_explicit(&desc->owner, memory_order_relaxed) !=
+                     ((TCACHE_SEG struct tcache *)base)->id))
         return 0;
-    struct tcache_bin *bin = &tcache_self.bins[desc->class_index];
+    struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)(base + desc->class_scaled);
     *(void **)block = bin->head;
     bin->head = block;
-    if (LFH_UNLIKELY(--bin->credit == 0))
-        tcache_flush(block);
+    if (LFH_UNLIKELY(--bin->credit == 0)) tcache_flush(block);
     return 1;
 }
 
