@@ -150,17 +150,27 @@ LFH_EXPORT void *lfh_pvalloc(size_t size)
 
 /* ---- release ---------------------------------------------------------------------- */
 
-static LFH_NOINLINE void free_slow(void *ptr)
+/* The descriptor of the block that starts at `ptr`, or NULL if lfheap never handed out
+ * `ptr`: NULL, foreign memory, or an address inside (not at the start of) a block. */
+static struct descriptor *block_descriptor(const void *ptr)
 {
     struct descriptor *desc = pagemap_lookup(ptr);
     if (!desc)
-        return; /* NULL, or not lfheap's: ignored */
-    if (desc->class_index == HEAP_CLASS_LARGE) {
-        if (ptr == desc->start)
-            heap_large_free(desc);
-        return;
-    }
-    tcache_free_slow(ptr, desc);
+        return NULL;
+    if (desc->class_index == HEAP_CLASS_LARGE)
+        return ptr == desc->start ? desc : NULL;
+    return heap_is_block_start(desc, ptr) ? desc : NULL;
+}
+
+static LFH_NOINLINE void free_slow(void *ptr)
+{
+    struct descriptor *desc = block_descriptor(ptr);
+    if (!desc)
+        return; /* not a block lfheap handed out: ignored */
+    if (desc->class_index == HEAP_CLASS_LARGE)
+        heap_large_free(desc);
+    else
+        tcache_free_slow(ptr, desc);
 }
 
 LFH_EXPORT void lfh_free(void *ptr)
@@ -191,19 +201,16 @@ LFH_EXPORT void lfh_free_aligned_sized(void *ptr, size_t alignment, size_t size)
 
 /* ---- queries and resizing --------------------------------------------------------- */
 
-/* Bytes usable at ptr inside the block desc describes. */
-static size_t usable_size(const struct descriptor *desc, const void *ptr)
+/* Bytes usable in the block desc describes (ptr is its start: see block_descriptor). */
+static size_t usable_size(const struct descriptor *desc)
 {
-    size_t offset = (size_t)((const char *)ptr - desc->start);
-    if (desc->class_index == HEAP_CLASS_LARGE)
-        return desc->size - offset;
-    return desc->block_size - offset % desc->block_size;
+    return desc->class_index == HEAP_CLASS_LARGE ? desc->size : desc->block_size;
 }
 
 LFH_EXPORT size_t lfh_malloc_usable_size(void *ptr)
 {
-    struct descriptor *desc = pagemap_lookup(ptr);
-    return desc ? usable_size(desc, ptr) : 0;
+    struct descriptor *desc = block_descriptor(ptr);
+    return desc ? usable_size(desc) : 0;
 }
 
 LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
@@ -214,12 +221,12 @@ LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
         lfh_free(ptr);
         return NULL;
     }
-    struct descriptor *desc = pagemap_lookup(ptr);
+    struct descriptor *desc = block_descriptor(ptr);
     if (!desc) {
         errno = EINVAL;
         return NULL;
     }
-    size_t usable = usable_size(desc, ptr);
+    size_t usable = usable_size(desc);
     if (desc->class_index != HEAP_CLASS_LARGE) {
         /* In place while the request still fits and would not waste over half the block. */
         if (size <= usable && (size > usable / 2 || sizeclass_of(size) == desc->class_index))

@@ -189,6 +189,13 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     d->max_count = (uint32_t)(size / d->block_size);
     d->class_index = (uint8_t)cls;
     d->class_scaled = (uint16_t)(cls * SIZECLASS_STRIDE);
+    /* See heap_is_block_start: c = floor(2^64 / d) + 1, which for a power of two d is one
+     * more than UINT64_MAX / d + 1. */
+    uint64_t magic = UINT64_MAX / d->block_size + 1;
+    if ((d->block_size & (d->block_size - 1)) == 0)
+        magic++;
+    d->block_magic = magic;
+    d->block_limit = (uint64_t)d->max_count * (magic * d->block_size);
     /* Relaxed: nobody else can reach this descriptor until its blocks are handed out. */
     atomic_store_explicit(&d->owner, tid, memory_order_relaxed);
     atomic_store_explicit(&d->anchor, anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count),
@@ -327,6 +334,8 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     d->max_count = 0;
     d->class_index = HEAP_CLASS_LARGE;
     d->class_scaled = (uint16_t)(HEAP_CLASS_LARGE * SIZECLASS_STRIDE);
+    d->block_magic = 0;
+    d->block_limit = 0;
     atomic_store_explicit(&d->owner, HEAP_OWNER_NONE, memory_order_relaxed);
     if (!pagemap_set(start, bytes, d)) {
         if (d->os_backed)

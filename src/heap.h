@@ -45,6 +45,10 @@ struct descriptor {
     _Atomic uint64_t owner;  /* id of the thread cache that may reuse freed blocks */
     char *start;             /* first byte of the superblock or large mapping */
     size_t size;             /* bytes of the superblock or large mapping */
+    /* Whether an address is the start of one of the superblock's blocks, in one multiply
+     * and one compare (heap_is_block_start); both 0 for large blocks. */
+    uint64_t block_magic;
+    uint64_t block_limit;
     uint32_t block_size;     /* bytes per block (small only) */
     uint32_t max_count;      /* blocks in the superblock (small only) */
     uint32_t self;           /* this descriptor's index, for the lock-free stacks */
@@ -57,6 +61,20 @@ struct descriptor {
     alignas(LFH_CACHE_LINE) _Atomic uint64_t anchor;
     _Atomic uint32_t next; /* link in a partial stack or the free-descriptor stack */
 };
+
+/* True if `ptr`, an address inside the superblock `desc` describes, is the start of one
+ * of its blocks: free must not take an interior pointer (or one into the superblock's
+ * unused tail) into a list, or the block would later be handed out twice.
+ *
+ * With d the block size, c = floor(2^64 / d) + 1 and e = c * d - 2^64 (0 < e <= d), an
+ * offset x = q * d + r below 2^32 gives x * c mod 2^64 = q * e + r * c: that is q * e
+ * (< 2^32) when r = 0 and at least c (> 2^48) otherwise. So one compare with
+ * max_count * e accepts exactly the block starts with q < max_count (Lemire, Kaser and
+ * Kurz's divisibility test, extended with the bound). */
+LFH_INLINE bool heap_is_block_start(const struct descriptor *desc, const void *ptr)
+{
+    return (uint64_t)((const char *)ptr - desc->start) * desc->block_magic < desc->block_limit;
+}
 
 /* What a thread cache receives when it takes a superblock's free blocks. */
 struct heap_fill {

@@ -147,6 +147,9 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
     if (LFH_UNLIKELY(atomic_load_explicit(&desc->owner, memory_order_relaxed) !=
                      ((TCACHE_SEG struct tcache *)base)->id))
         return 0;
+    /* An interior pointer goes the slow way, which ignores it. */
+    if (LFH_UNLIKELY(!heap_is_block_start(desc, block)))
+        return 0;
     struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)(base + desc->class_scaled);
     *(void **)block = bin->head;
     bin->head = block;

@@ -183,6 +183,49 @@ static void usable_size_and_free_edge_cases(void)
     }
 }
 
+/* Hides where a pointer came from, so that the compiler does not take the interior
+ * pointers below for the block itself (it warns about a use after realloc otherwise). */
+static void *opaque(void *ptr)
+{
+    __asm__ volatile("" : "+r"(ptr));
+    return ptr;
+}
+
+/* free, realloc and malloc_usable_size of an address inside a block (not its start)
+ * must leave lfheap untouched: nothing is freed, and no later block overlaps the live one. */
+static void interior_pointers_are_ignored(void)
+{
+    static const size_t sizes[] = {16, 48, 100, 1000, 5000, 40000, 200000};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t s = sizes[i];
+        unsigned char *p = T_MALLOC(s);
+        REQUIRE(p);
+        memset(p, 0xA5, s);
+        size_t u = T_MALLOC_USABLE_SIZE(p);
+        for (size_t off = 1; off < s; off += off < 64 ? 1 : off) {
+            CHECK(T_MALLOC_USABLE_SIZE(opaque(p + off)) == 0);
+            errno = 0;
+            CHECK(T_REALLOC(opaque(p + off), s * 2) == NULL && errno == EINVAL);
+            T_FREE(opaque(p + off));
+        }
+        enum { N = 64 };
+        unsigned char *q[N];
+        for (int j = 0; j < N; j++) {
+            q[j] = T_MALLOC(s);
+            REQUIRE(q[j]);
+            CHECK(q[j] + s <= p || q[j] >= p + u);
+            memset(q[j], 0x5A, s);
+        }
+        size_t bad = 0;
+        for (size_t k = 0; k < s; k++)
+            bad += p[k] != 0xA5;
+        CHECK(bad == 0);
+        for (int j = 0; j < N; j++)
+            T_FREE(q[j]);
+        T_FREE(p);
+    }
+}
+
 static void blocks_do_not_overlap(void)
 {
     enum { N = 5000 };
@@ -215,6 +258,7 @@ int main(void)
     RUN(posix_memalign_semantics);
     RUN(aligned_alloc_and_memalign);
     RUN(usable_size_and_free_edge_cases);
+    RUN(interior_pointers_are_ignored);
     RUN(blocks_do_not_overlap);
     return test_exit_status();
 }

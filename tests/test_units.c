@@ -92,6 +92,27 @@ static size_t take_fill(struct heap_fill *f, void **out, size_t max)
     return n;
 }
 
+/* heap_is_block_start is exact: for every class, every offset of a real superblock is
+ * accepted if and only if it starts one of the superblock's blocks. */
+static void heap_block_start_is_exact(void)
+{
+    for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++) {
+        struct heap_fill f;
+        REQUIRE(heap_fill(cls, 1, &f));
+        struct descriptor *d = f.desc;
+        size_t wrong = 0;
+        for (size_t x = 0; x < d->size; x++) {
+            bool expected = x % d->block_size == 0 && x / d->block_size < d->max_count;
+            wrong += heap_is_block_start(d, d->start + x) != expected;
+        }
+        CHECK(wrong == 0);
+        /* the first address past the last block is refused even when it is a multiple */
+        CHECK(!heap_is_block_start(d, d->start + (size_t)d->max_count * d->block_size));
+        heap_give_back(d, NULL, NULL, 0, f.bump);
+        CHECK(pagemap_lookup(d->start) == NULL || pagemap_lookup(d->start) != d);
+    }
+}
+
 static void heap_superblock_cycle(void)
 {
     unsigned cls = sizeclass_of(48);
@@ -336,6 +357,7 @@ int main(void)
     RUN(sizeclass_lookup_is_smallest_fit);
     RUN(sizeclass_aligned);
     RUN(pagemap_set_lookup_clear);
+    RUN(heap_block_start_is_exact);
     RUN(heap_superblock_cycle);
     RUN(heap_full_to_empty_in_one_give_back);
     RUN(heap_concurrent_invariants);
