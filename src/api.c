@@ -59,39 +59,37 @@ LFH_EXPORT void *lfh_malloc(size_t size)
     return malloc_medium_or_large(size);
 }
 
-LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
+/* A block that remembers its request size and sticky properties (llheap): a block of a
+ * tracked class (heap.h) or a large block, with its record written. `props->align` is a
+ * power of two of at least API_MIN_ALIGN. The first `props->request` bytes are zeroed
+ * if `clear` (the caller may want zero fill recorded without paying for it twice). */
+static void *alloc_tracked(const struct heap_props *props, bool clear)
 {
-    size_t bytes;
-    if (__builtin_mul_overflow(count, size, &bytes))
-        return fail_nomem();
-    if (bytes > SIZECLASS_MAX_SIZE) {
-        if (bytes > PTRDIFF_MAX)
-            return fail_nomem();
-        /* Pages fresh from the kernel or decommitted read as zeros already. */
-        bool zeroed;
-        void *block = heap_large_alloc(bytes, API_MIN_ALIGN, &zeroed);
-        if (!block)
-            return fail_nomem();
-        if (!zeroed)
-            memset(block, 0, bytes);
-        return block;
-    }
-    void *block = tcache_alloc(sizeclass_of(bytes));
-    if (block)
-        memset(block, 0, bytes);
-    return block;
-}
-
-static void *alloc_aligned(size_t align, size_t size)
-{
-    if (align <= API_MIN_ALIGN)
-        return lfh_malloc(size);
+    size_t size = props->request;
     if (size > PTRDIFF_MAX)
         return fail_nomem();
-    unsigned cls = sizeclass_for_aligned(size, align);
-    if (cls < SIZECLASS_COUNT)
-        return tcache_alloc(cls);
-    return alloc_large(size, align < OS_PAGE_SIZE ? OS_PAGE_SIZE : align);
+    unsigned cls = props->align > API_MIN_ALIGN ? sizeclass_for_aligned(size, props->align)
+                   : size <= SIZECLASS_MAX_SIZE ? sizeclass_of(size)
+                                                : SIZECLASS_COUNT;
+    void *block;
+    struct descriptor *desc;
+    bool zeroed = false;
+    if (cls < SIZECLASS_COUNT) {
+        block = tcache_alloc(heap_tracked_class(cls));
+        if (!block)
+            return NULL; /* errno is ENOMEM */
+        desc = pagemap_find(block);
+    } else {
+        block = heap_large_alloc(size, props->align, &zeroed);
+        if (!block)
+            return fail_nomem();
+        desc = pagemap_find(block);
+    }
+    heap_props_set(desc, block, props);
+    /* Pages fresh from the kernel or decommitted read as zeros already. */
+    if (clear && !zeroed)
+        memset(block, 0, size);
+    return block;
 }
 
 static inline int is_power_of_two(size_t x)
@@ -99,12 +97,49 @@ static inline int is_power_of_two(size_t x)
     return x != 0 && (x & (x - 1)) == 0;
 }
 
+/* The properties of a new block: alignments below the minimum are the minimum. */
+static struct heap_props props_for(size_t size, size_t align, bool zero_fill)
+{
+    return (struct heap_props){.request = size,
+                               .align = align < API_MIN_ALIGN ? API_MIN_ALIGN : align,
+                               .zero_fill = zero_fill,
+                               .tracked = true};
+}
+
+LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes))
+        return fail_nomem();
+    if (LFH_LIKELY(bytes <= SIZECLASS_LOOKUP_MAX)) {
+        /* calloc's fast path: malloc's, from the tracked twin of the class, plus the
+         * block's record and the zeros. */
+        uintptr_t tracked_bins = SIZECLASS_COUNT * SIZECLASS_STRIDE;
+        void *block = tcache_bin_take(tcache_base() + tracked_bins + sizeclass_lookup[bytes]);
+        if (LFH_LIKELY(block != NULL)) {
+            unsigned size_class = sizeclass_lookup[bytes] / SIZECLASS_STRIDE;
+            *heap_record_at(pagemap_find(block), block, size_class) =
+                (uint32_t)bytes | HEAP_RECORD_CALLOC;
+            return memset(block, 0, bytes);
+        }
+    }
+    struct heap_props props = props_for(bytes, API_MIN_ALIGN, true);
+    return alloc_tracked(&props, true);
+}
+
+/* The aligned routines: `align` is a power of two. */
+static void *alloc_aligned(size_t align, size_t size, bool zero_fill)
+{
+    struct heap_props props = props_for(size, align, zero_fill);
+    return alloc_tracked(&props, zero_fill);
+}
+
 LFH_EXPORT int lfh_posix_memalign(void **memptr, size_t alignment, size_t size)
 {
     if (!is_power_of_two(alignment) || alignment % sizeof(void *) != 0)
         return EINVAL;
     int saved = errno;
-    void *block = alloc_aligned(alignment, size);
+    void *block = alloc_aligned(alignment, size, false);
     if (!block) {
         errno = saved;
         return ENOMEM;
@@ -119,7 +154,7 @@ LFH_EXPORT void *lfh_aligned_alloc(size_t alignment, size_t size)
         errno = EINVAL;
         return NULL;
     }
-    return alloc_aligned(alignment, size);
+    return alloc_aligned(alignment, size, false);
 }
 
 LFH_EXPORT void *lfh_memalign(size_t alignment, size_t size)
@@ -132,12 +167,12 @@ LFH_EXPORT void *lfh_memalign(size_t alignment, size_t size)
     size_t align = 1;
     while (align < alignment)
         align <<= 1;
-    return alloc_aligned(align, size);
+    return alloc_aligned(align, size, false);
 }
 
 LFH_EXPORT void *lfh_valloc(size_t size)
 {
-    return alloc_aligned(OS_PAGE_SIZE, size);
+    return alloc_aligned(OS_PAGE_SIZE, size, false);
 }
 
 LFH_EXPORT void *lfh_pvalloc(size_t size)
@@ -145,7 +180,39 @@ LFH_EXPORT void *lfh_pvalloc(size_t size)
     size_t rounded = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     if (rounded < size)
         return fail_nomem();
-    return alloc_aligned(OS_PAGE_SIZE, rounded ? rounded : OS_PAGE_SIZE);
+    return alloc_aligned(OS_PAGE_SIZE, rounded ? rounded : OS_PAGE_SIZE, false);
+}
+
+/* llheap's array routines: dim * elem_size bytes, ENOMEM when that overflows. */
+LFH_EXPORT void *lfh_aalloc(size_t dim, size_t elem_size)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(dim, elem_size, &bytes))
+        return fail_nomem();
+    struct heap_props props = props_for(bytes, API_MIN_ALIGN, false);
+    return alloc_tracked(&props, false);
+}
+
+static void *alloc_aligned_array(size_t align, size_t dim, size_t elem_size, bool zero_fill)
+{
+    size_t bytes;
+    if (!is_power_of_two(align)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (__builtin_mul_overflow(dim, elem_size, &bytes))
+        return fail_nomem();
+    return alloc_aligned(align, bytes, zero_fill);
+}
+
+LFH_EXPORT void *lfh_amemalign(size_t alignment, size_t dim, size_t elem_size)
+{
+    return alloc_aligned_array(alignment, dim, elem_size, false);
+}
+
+LFH_EXPORT void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size)
+{
+    return alloc_aligned_array(alignment, dim, elem_size, true);
 }
 
 /* ---- release ---------------------------------------------------------------------- */
@@ -207,10 +274,98 @@ static size_t usable_size(const struct descriptor *desc)
     return desc->class_index == HEAP_CLASS_LARGE ? desc->size : desc->block_size;
 }
 
+/* The record of a block, or what a plain block's would be: malloc gave it no request
+ * size to remember, so its whole block counts as requested. */
+static struct heap_props block_props(struct descriptor *desc, const void *ptr)
+{
+    struct heap_props props;
+    if (!heap_props_get(desc, ptr, &props))
+        props = (struct heap_props){.request = usable_size(desc), .align = API_MIN_ALIGN};
+    return props;
+}
+
 LFH_EXPORT size_t lfh_malloc_usable_size(void *ptr)
 {
     struct descriptor *desc = block_descriptor(ptr);
     return desc ? usable_size(desc) : 0;
+}
+
+LFH_EXPORT size_t lfh_malloc_size(void *ptr)
+{
+    struct descriptor *desc = block_descriptor(ptr);
+    return desc ? block_props(desc, ptr).request : 0;
+}
+
+LFH_EXPORT size_t lfh_malloc_alignment(void *ptr)
+{
+    struct descriptor *desc = block_descriptor(ptr);
+    return desc ? block_props(desc, ptr).align : 0;
+}
+
+LFH_EXPORT bool lfh_malloc_zero_fill(void *ptr)
+{
+    struct descriptor *desc = block_descriptor(ptr);
+    return desc ? block_props(desc, ptr).zero_fill : false;
+}
+
+/* Tries to give the block at ptr (desc) `size` bytes where it is, aligned to `align`;
+ * returns the (possibly moved, for a large block) address, or NULL to say it must move.
+ * On success the block's record, if it has one, still needs updating. */
+static void *resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_t align)
+{
+    if ((uintptr_t)ptr & (align - 1))
+        return NULL;
+    if (desc->class_index != HEAP_CLASS_LARGE) {
+        size_t usable = desc->block_size;
+        /* Stay while the request fits and would not waste over half the block. */
+        bool fits = size <= usable && (size > usable / 2 ||
+                                       sizeclass_of(size) == heap_size_class(desc->class_index));
+        return fits ? ptr : NULL;
+    }
+    if (size <= SIZECLASS_MAX_SIZE)
+        return NULL; /* a small block wastes less */
+    return heap_large_resize(desc, size, align);
+}
+
+/* realloc of the block at ptr (desc) to `size` > 0 bytes, keeping its contents and sticky
+ * properties; `align` (aligned_realloc) replaces its alignment if not 0. */
+static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size_t align)
+{
+    if (size > PTRDIFF_MAX)
+        return fail_nomem();
+    struct heap_props props = block_props(desc, ptr);
+    bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;
+    bool tracked = props.tracked || align != 0;
+    if (align == 0)
+        align = props.align;
+    size_t old_request = props.request;
+    size_t old_mapped = usable_size(desc);
+    props.request = size;
+    props.align = align;
+    props.tracked = tracked;
+    void *fresh = NULL;
+    /* A plain block that must start recording an alignment cannot stay: it has no record. */
+    if (recorded || !tracked)
+        fresh = resize_in_place(ptr, desc, size, align);
+    if (fresh) {
+        if (props.zero_fill && size > old_request) {
+            /* Pages a large block gained beyond its old mapping are fresh zero pages. */
+            size_t dirty_end = desc->os_backed && old_mapped < size ? old_mapped : size;
+            memset((char *)fresh + old_request, 0, dirty_end - old_request);
+        }
+        if (recorded)
+            heap_props_set(desc, fresh, &props);
+        return fresh;
+    }
+    fresh = tracked ? alloc_tracked(&props, false) : lfh_malloc(size);
+    if (!fresh)
+        return NULL;
+    size_t copied = old_request < size ? old_request : size;
+    memcpy(fresh, ptr, copied);
+    if (props.zero_fill && size > copied)
+        memset((char *)fresh + copied, 0, size - copied);
+    lfh_free(ptr);
+    return fresh;
 }
 
 LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
@@ -226,24 +381,7 @@ LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
         errno = EINVAL;
         return NULL;
     }
-    size_t usable = usable_size(desc);
-    if (desc->class_index != HEAP_CLASS_LARGE) {
-        /* In place while the request still fits and would not waste over half the block. */
-        if (size <= usable && (size > usable / 2 || sizeclass_of(size) == desc->class_index))
-            return ptr;
-    } else if (ptr == desc->start && size > SIZECLASS_MAX_SIZE) {
-        if (size > PTRDIFF_MAX)
-            return fail_nomem();
-        void *moved = heap_large_resize(desc, size);
-        if (moved)
-            return moved;
-    }
-    void *fresh = lfh_malloc(size);
-    if (!fresh)
-        return NULL;
-    memcpy(fresh, ptr, size < usable ? size : usable);
-    lfh_free(ptr);
-    return fresh;
+    return realloc_block(ptr, desc, size, 0);
 }
 
 LFH_EXPORT void *lfh_reallocarray(void *ptr, size_t count, size_t size)
@@ -252,6 +390,76 @@ LFH_EXPORT void *lfh_reallocarray(void *ptr, size_t count, size_t size)
     if (__builtin_mul_overflow(count, size, &bytes))
         return fail_nomem();
     return lfh_realloc(ptr, bytes);
+}
+
+LFH_EXPORT void *lfh_aligned_realloc(void *ptr, size_t alignment, size_t size)
+{
+    if (!is_power_of_two(alignment)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t align = alignment < API_MIN_ALIGN ? API_MIN_ALIGN : alignment;
+    if (!ptr)
+        return alloc_aligned(align, size, false);
+    if (size == 0) {
+        lfh_free(ptr);
+        return NULL;
+    }
+    struct descriptor *desc = block_descriptor(ptr);
+    if (!desc) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return realloc_block(ptr, desc, size, align);
+}
+
+/* llheap's resize: a block of `size` bytes aligned to `align`, with no sticky property
+ * and no promise about its contents: the old block's if it fits, else a new one (the
+ * old block is freed only once the new one exists, so failure leaves it intact). */
+static void *resize_block(void *ptr, size_t size, size_t align, bool aligned_routine)
+{
+    struct heap_props props = props_for(size, align, false);
+    props.tracked = aligned_routine;
+    if (!ptr)
+        return aligned_routine ? alloc_tracked(&props, false) : lfh_malloc(size);
+    if (size == 0) {
+        lfh_free(ptr);
+        return NULL;
+    }
+    struct descriptor *desc = block_descriptor(ptr);
+    if (!desc) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (size > PTRDIFF_MAX)
+        return fail_nomem();
+    bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;
+    if (recorded || !aligned_routine) {
+        void *kept = resize_in_place(ptr, desc, size, props.align);
+        if (kept) {
+            if (recorded)
+                heap_props_set(desc, kept, &props);
+            return kept;
+        }
+    }
+    void *fresh = aligned_routine ? alloc_tracked(&props, false) : lfh_malloc(size);
+    if (fresh)
+        lfh_free(ptr);
+    return fresh;
+}
+
+LFH_EXPORT void *lfh_resize(void *ptr, size_t size)
+{
+    return resize_block(ptr, size, API_MIN_ALIGN, false);
+}
+
+LFH_EXPORT void *lfh_aligned_resize(void *ptr, size_t alignment, size_t size)
+{
+    if (!is_power_of_two(alignment)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return resize_block(ptr, size, alignment, true);
 }
 
 LFH_EXPORT int lfh_malloc_trim(size_t pad)
@@ -286,6 +494,9 @@ LFH_ALIAS(valloc, lfh_valloc);
 LFH_ALIAS(pvalloc, lfh_pvalloc);
 LFH_ALIAS(malloc_usable_size, lfh_malloc_usable_size);
 LFH_ALIAS(malloc_trim, lfh_malloc_trim);
+LFH_ALIAS(malloc_size, lfh_malloc_size);
+LFH_ALIAS(malloc_alignment, lfh_malloc_alignment);
+LFH_ALIAS(malloc_zero_fill, lfh_malloc_zero_fill);
 
 /* glibc's own entry points, which parts of glibc and some programs call directly: with
  * these, no allocation escapes to glibc's heap. */

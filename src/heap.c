@@ -147,7 +147,7 @@ struct partial_stack {
     alignas(LFH_CACHE_LINE) _Atomic uint64_t head;
 };
 
-static struct partial_stack partial_stacks[SIZECLASS_COUNT][HEAP_SHARDS];
+static struct partial_stack partial_stacks[HEAP_CLASSES][HEAP_SHARDS];
 
 static inline _Atomic uint64_t *partial_shard(unsigned cls, uint64_t tid)
 {
@@ -175,7 +175,8 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     struct descriptor *d = desc_alloc();
     if (!d)
         return false;
-    size_t size = sizeclass_superblock_size(cls);
+    unsigned size_class = heap_size_class(cls);
+    size_t size = sizeclass_superblock_size(size_class);
     bool zeroed;
     char *start = arena_alloc(size, &zeroed);
     if (!start) {
@@ -185,8 +186,15 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     d->os_backed = false;
     d->start = start;
     d->size = size;
-    d->block_size = sizeclass_block_size[cls];
-    d->max_count = (uint32_t)(size / d->block_size);
+    d->block_size = sizeclass_block_size[size_class];
+    if (cls == size_class) {
+        d->max_count = (uint32_t)(size / d->block_size);
+        d->records = NULL;
+    } else {
+        /* A tracked class: each block has a 4-byte record, kept at the superblock's end. */
+        d->max_count = (uint32_t)(size / (d->block_size + sizeof(uint32_t)));
+        d->records = (uint32_t *)(start + size) - d->max_count;
+    }
     d->class_index = (uint8_t)cls;
     d->class_scaled = (uint16_t)(cls * SIZECLASS_STRIDE);
     /* See heap_is_block_start: c = floor(2^64 / d) + 1, which for a power of two d is one
@@ -298,6 +306,55 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
     }
 }
 
+/* ---- records of tracked and large blocks ----------------------------------------- */
+
+static uint32_t record_flags(const struct heap_props *props)
+{
+    unsigned align_log2 = (unsigned)__builtin_ctzl(props->align);
+    return (uint32_t)align_log2 << HEAP_RECORD_ALIGN_SHIFT |
+           (props->zero_fill ? HEAP_RECORD_ZERO_FILL : 0) | (props->tracked ? HEAP_RECORD_TRACKED : 0);
+}
+
+static void record_decode(uint32_t record, struct heap_props *out)
+{
+    out->align = (size_t)1 << ((record >> HEAP_RECORD_ALIGN_SHIFT) & HEAP_RECORD_ALIGN_MASK);
+    out->zero_fill = (record & HEAP_RECORD_ZERO_FILL) != 0;
+    out->tracked = (record & HEAP_RECORD_TRACKED) != 0;
+}
+
+static uint32_t *record_of(const struct descriptor *d, const void *block)
+{
+    return heap_record_at(d, block, heap_size_class(d->class_index));
+}
+
+/* Records are plain memory: a block's record is written and read only by whoever holds
+ * the block, and the program's own hand-off of the pointer orders those accesses. */
+bool heap_props_get(const struct descriptor *d, const void *block, struct heap_props *out)
+{
+    if (d->class_index == HEAP_CLASS_LARGE) {
+        record_decode(d->large_flags, out);
+        out->request = d->large_request;
+        return true;
+    }
+    if (!d->records)
+        return false;
+    uint32_t record = *record_of(d, block);
+    record_decode(record, out);
+    out->request = record & HEAP_RECORD_REQUEST_MASK;
+    out->tracked = true;
+    return true;
+}
+
+void heap_props_set(struct descriptor *d, const void *block, const struct heap_props *props)
+{
+    if (d->class_index == HEAP_CLASS_LARGE) {
+        d->large_flags = record_flags(props);
+        d->large_request = props->request;
+        return;
+    }
+    *record_of(d, block) = record_flags(props) | (uint32_t)props->request;
+}
+
 /* ---- large blocks ----------------------------------------------------------------- */
 
 static inline size_t round_to_pages(size_t size)
@@ -336,6 +393,10 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     d->class_scaled = (uint16_t)(HEAP_CLASS_LARGE * SIZECLASS_STRIDE);
     d->block_magic = 0;
     d->block_limit = 0;
+    d->records = NULL;
+    /* A plain malloc's record; the routines with sticky properties overwrite it. */
+    d->large_request = size;
+    d->large_flags = record_flags(&(struct heap_props){.request = size, .align = 16});
     atomic_store_explicit(&d->owner, HEAP_OWNER_NONE, memory_order_relaxed);
     if (!pagemap_set(start, bytes, d)) {
         if (d->os_backed)
@@ -354,7 +415,7 @@ void heap_large_free(struct descriptor *d)
     desc_retire(d);
 }
 
-void *heap_large_resize(struct descriptor *d, size_t size)
+void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
 {
     size_t bytes = round_to_pages(size);
     char *old = d->start;
@@ -376,7 +437,7 @@ void *heap_large_resize(struct descriptor *d, size_t size)
     }
     /* Grow: reserve the destination ourselves and register it first, so that no step
      * after the move can fail; then let the kernel move the pages (no copy). */
-    char *dest = os_map(bytes, OS_PAGE_SIZE);
+    char *dest = os_map(bytes, align > OS_PAGE_SIZE ? align : OS_PAGE_SIZE);
     if (!dest)
         return NULL;
     if (!pagemap_set(dest, bytes, d)) {

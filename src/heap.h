@@ -31,8 +31,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Heap classes: every size class twice. Class c < SIZECLASS_COUNT holds plain blocks,
+ * which carry nothing but their contents (malloc's fast path). Class
+ * c + SIZECLASS_COUNT, a "tracked" class, holds blocks of the same size whose superblock
+ * keeps a record per block, beside the blocks, of the request size and the sticky
+ * properties (zero fill, alignment) that calloc, the aligned routines and llheap's
+ * extensions give them (llheap's header fields, without a header). The two never share
+ * a superblock, so a plain malloc never pays for the records. */
+#define HEAP_CLASSES (2 * SIZECLASS_COUNT)
+
 /* The class_index of a large block. */
-#define HEAP_CLASS_LARGE SIZECLASS_COUNT
+#define HEAP_CLASS_LARGE HEAP_CLASSES
+
+LFH_INLINE unsigned heap_tracked_class(unsigned size_class)
+{
+    return size_class + SIZECLASS_COUNT;
+}
+
+/* The size class whose blocks a heap class (not HEAP_CLASS_LARGE) holds. */
+LFH_INLINE unsigned heap_size_class(unsigned heap_class)
+{
+    return heap_class < SIZECLASS_COUNT ? heap_class : heap_class - SIZECLASS_COUNT;
+}
+
+/* What a tracked block (or a large block) remembers about its allocation. */
+struct heap_props {
+    size_t request; /* bytes asked for: what malloc_size reports */
+    size_t align;   /* alignment asked for, at least 16 */
+    bool zero_fill; /* calloc-like: bytes added by realloc read as zero */
+    bool tracked;   /* allocated by a routine that records properties, so that a block
+                       realloc moves it to is tracked too (always so for small blocks
+                       with a record; a large block from plain malloc is not) */
+};
 
 /* Owner of blocks no thread cache may keep: large blocks, and the page map's sentinel for
  * foreign pointers. Zero, so that zero-filled memory (a fresh descriptor, the sentinel
@@ -49,17 +79,23 @@ struct descriptor {
      * and one compare (heap_is_block_start); both 0 for large blocks. */
     uint64_t block_magic;
     uint64_t block_limit;
+    uint32_t *records;       /* a tracked class's per-block records; NULL otherwise */
     uint32_t block_size;     /* bytes per block (small only) */
     uint32_t max_count;      /* blocks in the superblock (small only) */
     uint32_t self;           /* this descriptor's index, for the lock-free stacks */
-    uint8_t class_index;     /* size class, or HEAP_CLASS_LARGE */
-    uint16_t class_scaled;   /* class_index * SIZECLASS_STRIDE: free's index into its cache */
+    uint8_t class_index;     /* heap class, or HEAP_CLASS_LARGE */
     bool os_backed;          /* a large block mapped from the OS, not an arena chunk */
+    uint16_t class_scaled;   /* class_index * SIZECLASS_STRIDE: free's index into its cache */
 
     /* Written by any thread that frees into the superblock or moves the descriptor
      * between stacks: kept off the line the fast path reads. */
     alignas(LFH_CACHE_LINE) _Atomic uint64_t anchor;
     _Atomic uint32_t next; /* link in a partial stack or the free-descriptor stack */
+
+    /* A large block's record (request size and sticky properties), written by the thread
+     * that allocates or resizes it, read by whoever holds it. */
+    uint32_t large_flags;
+    size_t large_request;
 };
 
 /* True if `ptr`, an address inside the superblock `desc` describes, is the start of one
@@ -75,6 +111,9 @@ LFH_INLINE bool heap_is_block_start(const struct descriptor *desc, const void *p
 {
     return (uint64_t)((const char *)ptr - desc->start) * desc->block_magic < desc->block_limit;
 }
+
+_Static_assert(offsetof(struct descriptor, anchor) == LFH_CACHE_LINE,
+               "what every free reads fits one cache line");
 
 /* What a thread cache receives when it takes a superblock's free blocks. */
 struct heap_fill {
@@ -95,13 +134,42 @@ bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out);
 void heap_give_back(struct descriptor *desc, void *first, void *last, uint32_t count,
                     char *bump);
 
+/* A record: the request size in the low 16 bits (small blocks are at most 32 KiB; a large
+ * block keeps its request in large_request), log2 of the alignment in the next 5 bits,
+ * then the zero-fill bit. */
+#define HEAP_RECORD_REQUEST_MASK 0xFFFFu
+#define HEAP_RECORD_ALIGN_SHIFT  16
+#define HEAP_RECORD_ALIGN_MASK   0x1Fu
+#define HEAP_RECORD_ZERO_FILL    (1u << 21)
+#define HEAP_RECORD_TRACKED      (1u << 22) /* large blocks only: see heap_props.tracked */
+/* The record of a calloc block, but for its request size: 16-byte aligned, zero fill. */
+#define HEAP_RECORD_CALLOC (4u << HEAP_RECORD_ALIGN_SHIFT | HEAP_RECORD_ZERO_FILL)
+
+/* The record of `block` in a superblock of a tracked class whose size class is
+ * `size_class`. Records are plain memory: a block's record is written and read only by
+ * whoever holds the block, and the program's own hand-off of the pointer orders those
+ * accesses. */
+LFH_INLINE uint32_t *heap_record_at(const struct descriptor *desc, const void *block,
+                                    unsigned size_class)
+{
+    size_t offset = (size_t)((const char *)block - desc->start);
+    return &desc->records[sizeclass_block_index(size_class, offset)];
+}
+
+/* The record of the block at `block`, which the caller holds: its request size and
+ * sticky properties. False for a plain small block, which has none. */
+bool heap_props_get(const struct descriptor *desc, const void *block, struct heap_props *out);
+/* Writes the record of a tracked or large block the caller holds. */
+void heap_props_set(struct descriptor *desc, const void *block, const struct heap_props *props);
+
 /* Large blocks: an arena chunk, or their own mapping above ARENA_MAX_CHUNK; `align` a
  * power of two (at least 16). *zeroed says whether the block is known to read as zeros. */
 void *heap_large_alloc(size_t size, size_t align, bool *zeroed);
 void heap_large_free(struct descriptor *desc);
 /* Resizes a large block whose user pointer is desc->start, keeping its contents: in
  * place when it still fits its chunk without wasting half of it, or, for blocks mapped
- * from the OS, by moving its pages. NULL (and the block untouched) otherwise. */
-void *heap_large_resize(struct descriptor *desc, size_t size);
+ * from the OS, by moving its pages to a new mapping aligned to `align`. NULL (and the
+ * block untouched) otherwise. The record (heap_props) is the caller's to update. */
+void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
 
 #endif

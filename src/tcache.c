@@ -39,7 +39,7 @@ static _Atomic unsigned tcache_exit_key; /* pthread key + 1; 0 while none exists
 
 static uint32_t clamp_blocks(size_t bytes, unsigned cls, uint32_t lo, uint32_t hi)
 {
-    size_t blocks = bytes / sizeclass_block_size[cls];
+    size_t blocks = bytes / sizeclass_block_size[heap_size_class(cls)];
     return blocks < lo ? lo : blocks > hi ? hi : (uint32_t)blocks;
 }
 
@@ -101,10 +101,10 @@ static void tcache_setup(struct tcache *tc)
     }
     /* Relaxed: ids only need to be distinct. */
     tc->id = atomic_fetch_add_explicit(&tcache_last_id, 1, memory_order_relaxed) + 1;
-    for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++) {
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         tc->cold[cls].limit = clamp_blocks(TCACHE_BYTES_INITIAL, cls, 2, 2048);
         tc->bins[cls].credit = (int32_t)tc->cold[cls].limit;
-        tc->bins[cls].block_size = sizeclass_block_size[cls];
+        tc->bins[cls].block_size = sizeclass_block_size[heap_size_class(cls)];
     }
     tcache_register_exit(tc);
 }
@@ -250,7 +250,7 @@ void tcache_free_slow(void *block, struct descriptor *desc)
 static unsigned flush_cache(struct tcache *tc)
 {
     unsigned cached = tc->remote_count;
-    for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++) {
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         struct tcache_bin *bin = &tc->bins[cls];
         struct tcache_cold *cold = &tc->cold[cls];
         void *list = bin->head;
@@ -292,7 +292,7 @@ static bool tcache_orphan(struct tcache *tc)
         if (atomic_compare_exchange_strong_explicit(&tcache_orphans[i], &expected, copy,
                                                     memory_order_release,
                                                     memory_order_relaxed)) {
-            for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++) {
+            for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
                 tc->bins[cls].head = NULL;
                 tc->bins[cls].bump = tc->bins[cls].bump_end = NULL;
             }

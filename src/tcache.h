@@ -46,11 +46,11 @@ struct tcache_cold {
 #define TCACHE_ID_EXITED (UINT64_MAX - 1)
 
 struct tcache {
-    struct tcache_bin bins[SIZECLASS_COUNT];
+    struct tcache_bin bins[HEAP_CLASSES];
     uint64_t id;       /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
     void *remote_head; /* blocks of superblocks other threads own, to return in batches */
     uint32_t remote_count;
-    struct tcache_cold cold[SIZECLASS_COUNT];
+    struct tcache_cold cold[HEAP_CLASSES];
 };
 
 extern __thread struct tcache tcache_self __attribute__((visibility("hidden")));

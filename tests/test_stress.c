@@ -1,9 +1,11 @@
 /*
  * Stress: threads allocate blocks of random sizes (1 B to several MiB, mostly small),
- * fill each with a pattern derived from its size and a tag, and swap them into a shared
- * array of slots, so most blocks are freed (or reallocated) by a thread other than the
- * one that allocated them. Every block's pattern is checked before it is freed, and the
- * number of live blocks is checked at the end.
+ * with malloc, calloc (checked to read as zeros) or memalign (checked for alignment), fill
+ * each with a pattern derived from its size and a tag, and swap them into a shared array
+ * of slots, so most blocks are freed (or reallocated) by a thread other than the one that
+ * allocated them. Every block's pattern and alignment are checked before it is freed (a
+ * reallocated block keeps its alignment, and a zero-filled one reads as zeros where it
+ * grew), and the number of live blocks is checked at the end.
  *
  * Usage: test_stress [threads] [operations per thread]
  */
@@ -20,6 +22,8 @@
 struct header {
     size_t size;
     uint64_t tag;
+    uint32_t align;     /* what memalign was asked for; 16 otherwise */
+    uint32_t zero_fill; /* from calloc */
 };
 
 static _Atomic(unsigned char *) slots[SLOTS];
@@ -61,10 +65,10 @@ static inline size_t pattern_step(size_t size)
     return size <= 8192 ? 1 : 61;
 }
 
-static void fill(unsigned char *block, size_t size, uint64_t tag)
+static void fill(unsigned char *block, size_t size, uint64_t tag, uint32_t align, int zero_fill)
 {
     if (size >= sizeof(struct header)) {
-        struct header h = {size, tag};
+        struct header h = {size, tag, align, (uint32_t)zero_fill};
         memcpy(block, &h, sizeof h);
     }
     for (size_t i = sizeof(struct header); i < size; i += pattern_step(size))
@@ -77,6 +81,7 @@ static int verify(const unsigned char *block)
     struct header h;
     memcpy(&h, block, sizeof h);
     if (h.size < sizeof(struct header) || T_MALLOC_USABLE_SIZE((void *)block) < h.size) return 0;
+    if ((uintptr_t)block % h.align != 0) return 0;
     for (size_t i = sizeof(struct header); i < h.size; i += pattern_step(h.size))
         if (block[i] != pattern_byte(h.tag, i)) return 0;
     return h.size == sizeof(struct header) || block[h.size - 1] == pattern_byte(h.tag, h.size - 1);
@@ -89,12 +94,21 @@ static void *worker(void *arg)
         size_t size = random_size(&rng);
         if (size < sizeof(struct header)) size = sizeof(struct header);
         uint64_t tag = next_random(&rng);
-        unsigned char *block = T_MALLOC(size);
+        unsigned kind = (unsigned)(next_random(&rng) % 16);
+        uint32_t align = kind == 1 ? 16u << (next_random(&rng) % 9) : 16;
+        unsigned char *block = kind == 0 ? T_CALLOC(1, size) : kind == 1 ? T_MEMALIGN(align, size)
+                                                                           : T_MALLOC(size);
         if (!block) {
             atomic_fetch_add(&corrupt_blocks, 1);
             continue;
         }
-        fill(block, size, tag);
+        if (kind == 0)
+            for (size_t i = 0; i < size; i += pattern_step(size))
+                if (block[i] != 0) {
+                    atomic_fetch_add(&corrupt_blocks, 1);
+                    break;
+                }
+        fill(block, size, tag, align, kind == 0);
         atomic_fetch_add(&live_blocks, 1);
         unsigned slot = (unsigned)(next_random(&rng) % SLOTS);
         unsigned char *old = atomic_exchange(&slots[slot], block);
@@ -116,6 +130,14 @@ static void *worker(void *arg)
                     atomic_fetch_add(&corrupt_blocks, 1);
                     break;
                 }
+            /* sticky properties (llheap): the alignment stays, grown zero-fill bytes are 0 */
+            if ((uintptr_t)moved % h.align != 0) atomic_fetch_add(&corrupt_blocks, 1);
+            if (h.zero_fill)
+                for (size_t i = h.size; i < new_size; i += pattern_step(new_size))
+                    if (moved[i] != 0) {
+                        atomic_fetch_add(&corrupt_blocks, 1);
+                        break;
+                    }
             old = moved;
         }
         T_FREE(old);

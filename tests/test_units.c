@@ -313,9 +313,9 @@ static void large_blocks(void)
     CHECK(d->size == 8 * 1024 * 1024 && ((uintptr_t)p & (d->size - 1)) == 0);
     CHECK(pagemap_lookup(p + size - 1) == d);
     memset(p, 0xab, size);
-    CHECK(heap_large_resize(d, 7 * 1024 * 1024) == p);
-    CHECK(heap_large_resize(d, 3 * size) == NULL);
-    CHECK(heap_large_resize(d, size / 2) == NULL);
+    CHECK(heap_large_resize(d, 7 * 1024 * 1024, 16) == p);
+    CHECK(heap_large_resize(d, 3 * size, 16) == NULL);
+    CHECK(heap_large_resize(d, size / 2, 16) == NULL);
     heap_large_free(d);
     CHECK(pagemap_lookup(p) == NULL);
     /* a freed chunk is reused dirty, without zeroing */
@@ -331,11 +331,11 @@ static void large_blocks(void)
     CHECK(d->os_backed && zeroed);
     h[0] = 1;
     h[huge - 1] = 2;
-    char *moved = heap_large_resize(d, 2 * huge);
+    char *moved = heap_large_resize(d, 2 * huge, 16);
     REQUIRE(moved);
     CHECK(moved[0] == 1 && moved[huge - 1] == 2);
     CHECK(pagemap_lookup(moved + 2 * huge - 1) == d);
-    CHECK(heap_large_resize(d, huge) == moved);
+    CHECK(heap_large_resize(d, huge, 16) == moved);
     CHECK(pagemap_lookup(moved + huge + OS_PAGE_SIZE * 2) == NULL);
     heap_large_free(d);
     CHECK(pagemap_lookup(moved) == NULL);

@@ -34,6 +34,8 @@ run units build/t/test_units
 run api build/t/test_api
 run api-preloaded preload build/t-plain/test_api
 run api-asan build/t-asan/test_api
+run sticky build/t/test_sticky
+run sticky-asan build/t-asan/test_sticky
 run stress build/t/test_stress 8 40000
 run stress-preloaded preload build/t-plain/test_stress 8 40000
 run stress-tsan build/t-tsan/test_stress 4 10000
@@ -66,6 +68,21 @@ run ulimit-v bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_ap
 # lfheap's code under valgrind's JIT (the "none" tool does not replace malloc, so the
 # program really runs on lfheap; memcheck would substitute its own allocator).
 run valgrind preload valgrind -q --tool=none build/t-plain/test_api
+# llheap's queries are exported by their own names, its generic names (resize, aalloc...)
+# only with the lfh_ prefix: a preloaded library must not capture other libraries' symbols.
+exported=$(nm -D --defined-only "$lib" | awk '{print $3}')
+missing=""
+for sym in malloc_size malloc_alignment malloc_zero_fill lfh_aalloc lfh_amemalign lfh_cmemalign \
+           lfh_resize lfh_aligned_resize lfh_aligned_realloc; do
+    printf '%s\n' "$exported" | grep -qx "$sym" || missing="$missing $sym"
+done
+captured=$(printf '%s\n' "$exported" |
+           grep -xE 'aalloc|amemalign|cmemalign|resize|aligned_resize|aligned_realloc' || true)
+if [ -z "$missing" ] && [ -z "$captured" ]; then
+    echo "PASS llheap-symbols"
+else
+    echo "FAIL llheap-symbols: missing:$missing exported: $captured"
+fi
 # The release library must not import any lock (DESIGN.md, property 1).
 locks=$(nm -D --undefined-only "$lib" | awk '{print $2}' |
         grep -E '^pthread_(mutex|spin|rwlock|cond)_|^sem_(wait|timedwait|post)|^futex' || true)

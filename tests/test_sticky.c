@@ -1,0 +1,405 @@
+/*
+ * llheap's extended API and sticky properties (README.md, "Extended API"): the array and
+ * aligned-array routines, resize and aligned_resize, aligned_realloc, the queries
+ * malloc_size, malloc_alignment and malloc_zero_fill, and what realloc keeps. A model
+ * check drives random chains of reallocations through small, large and huge blocks and
+ * compares every block with what the properties promise.
+ */
+#define LFHEAP_LLHEAP_NAMES
+#include "lfheap.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+static int all_bytes(const unsigned char *p, size_t from, size_t to, unsigned char value)
+{
+    for (size_t i = from; i < to; i++)
+        if (p[i] != value) return 0;
+    return 1;
+}
+
+static int aligned_to(const void *p, size_t align)
+{
+    return ((uintptr_t)p & (align - 1)) == 0;
+}
+
+static void array_routines(void)
+{
+    unsigned char *a = aalloc(5, 20);
+    REQUIRE(a);
+    CHECK(lfh_malloc_size(a) == 100 && lfh_malloc_alignment(a) == 16 && !lfh_malloc_zero_fill(a));
+    CHECK(lfh_malloc_usable_size(a) >= 100);
+    unsigned char *am = amemalign(128, 7, 9);
+    REQUIRE(am);
+    CHECK(aligned_to(am, 128) && lfh_malloc_size(am) == 63 && lfh_malloc_alignment(am) == 128);
+    CHECK(!lfh_malloc_zero_fill(am));
+    unsigned char *cm = cmemalign(64, 10, 30);
+    REQUIRE(cm);
+    CHECK(aligned_to(cm, 64) && lfh_malloc_size(cm) == 300 && lfh_malloc_zero_fill(cm));
+    CHECK(all_bytes(cm, 0, 300, 0));
+    /* large and page-aligned */
+    unsigned char *big = cmemalign(8192, 1000, 100);
+    REQUIRE(big);
+    CHECK(aligned_to(big, 8192) && lfh_malloc_size(big) == 100000 && lfh_malloc_zero_fill(big));
+    CHECK(all_bytes(big, 0, 100000, 0));
+    /* zero-size arrays are unique blocks, like malloc(0) */
+    void *z1 = aalloc(0, 8), *z2 = aalloc(8, 0);
+    CHECK(z1 && z2 && z1 != z2 && lfh_malloc_size(z1) == 0);
+    /* overflow and bad alignments */
+    errno = 0;
+    CHECK(aalloc(SIZE_MAX / 2, 3) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(cmemalign(64, SIZE_MAX, 2) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(amemalign(48, 1, 1) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(cmemalign(0, 1, 1) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(aalloc((size_t)PTRDIFF_MAX, 2) == NULL && errno == ENOMEM);
+    lfh_free(a);
+    lfh_free(am);
+    lfh_free(cm);
+    lfh_free(big);
+    lfh_free(z1);
+    lfh_free(z2);
+}
+
+static void queries(void)
+{
+    CHECK(lfh_malloc_size(NULL) == 0 && lfh_malloc_alignment(NULL) == 0);
+    CHECK(!lfh_malloc_zero_fill(NULL));
+    int on_stack;
+    CHECK(lfh_malloc_size(&on_stack) == 0 && lfh_malloc_alignment(&on_stack) == 0);
+    /* plain malloc keeps no record for small blocks: the usable size stands in */
+    void *p = lfh_malloc(100);
+    REQUIRE(p);
+    CHECK(lfh_malloc_size(p) == lfh_malloc_usable_size(p));
+    CHECK(lfh_malloc_alignment(p) == 16 && !lfh_malloc_zero_fill(p));
+    /* an interior pointer is not a block */
+    CHECK(lfh_malloc_size((char *)p + 16) == 0);
+    lfh_free(p);
+    /* large blocks always know their request size */
+    void *l = lfh_malloc(100000);
+    REQUIRE(l);
+    CHECK(lfh_malloc_size(l) == 100000 && lfh_malloc_alignment(l) == 16);
+    lfh_free(l);
+    /* every routine with a record reports the request, never above the usable size */
+    for (size_t s = 0; s < 300000; s = s * 3 / 2 + 1) {
+        void *c = lfh_calloc(1, s), *m = lfh_memalign(32, s), *v = lfh_valloc(s);
+        void *a = lfh_aligned_alloc(256, s);
+        REQUIRE(c && m && v && a);
+        CHECK(lfh_malloc_size(c) == s && lfh_malloc_zero_fill(c) && lfh_malloc_alignment(c) == 16);
+        CHECK(lfh_malloc_size(m) == s && lfh_malloc_alignment(m) == 32 && aligned_to(m, 32));
+        CHECK(lfh_malloc_size(v) == s && lfh_malloc_alignment(v) == 4096 && aligned_to(v, 4096));
+        CHECK(lfh_malloc_size(a) == s && lfh_malloc_alignment(a) == 256 && aligned_to(a, 256));
+        CHECK(lfh_malloc_usable_size(c) >= s && lfh_malloc_usable_size(m) >= s);
+        CHECK(lfh_malloc_usable_size(v) >= s && lfh_malloc_usable_size(a) >= s);
+        void *pm;
+        REQUIRE(lfh_posix_memalign(&pm, 64, s) == 0);
+        CHECK(lfh_malloc_alignment(pm) == 64 && lfh_malloc_size(pm) == s);
+        /* alignments below the minimum are the minimum */
+        void *small_align = lfh_memalign(4, s);
+        REQUIRE(small_align);
+        CHECK(lfh_malloc_alignment(small_align) == 16);
+        lfh_free(c);
+        lfh_free(m);
+        lfh_free(v);
+        lfh_free(a);
+        lfh_free(pm);
+        lfh_free(small_align);
+    }
+}
+
+/* Zero fill survives growth in place, growth by moving, and shrink-then-grow in place
+ * (where the bytes beyond the shrunk size still hold old data). */
+static void zero_fill_growth(void)
+{
+    /* small, in place: 100 -> 60 stays in its 112-byte block, then back to 100 */
+    unsigned char *p = lfh_calloc(1, 100);
+    REQUIRE(p);
+    memset(p, 0xAB, 100);
+    unsigned char *q = lfh_realloc(p, 60);
+    CHECK(q == p);
+    q = lfh_realloc(q, 100);
+    CHECK(q == p && all_bytes(q, 0, 60, 0xAB) && all_bytes(q, 60, 100, 0));
+    CHECK(lfh_malloc_size(q) == 100 && lfh_malloc_zero_fill(q));
+    /* growth through every kind of block, each step checking old bytes and new zeros */
+    static const size_t steps[] = {100,      3000,    40000, 5 << 20, 70 << 20,
+                                   90 << 20, 2 << 20, 500,   9000};
+    size_t have = 100;
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        size_t want = steps[i];
+        memset(q, 0x5C, have);
+        q = lfh_realloc(q, want);
+        REQUIRE(q);
+        size_t kept = have < want ? have : want;
+        CHECK(all_bytes(q, 0, kept, 0x5C));
+        CHECK(all_bytes(q, kept, want, 0));
+        CHECK(lfh_malloc_size(q) == want && lfh_malloc_zero_fill(q));
+        have = want;
+    }
+    lfh_free(q);
+    /* large, in place: a 1 MiB chunk shrunk to 600 KiB and grown back */
+    unsigned char *l = lfh_calloc(1024, 1024);
+    REQUIRE(l);
+    memset(l, 0xAB, 1 << 20);
+    unsigned char *l2 = lfh_realloc(l, 600 << 10);
+    CHECK(l2 == l);
+    l2 = lfh_realloc(l2, 1 << 20);
+    CHECK(l2 == l && all_bytes(l2, 0, 600 << 10, 0xAB) && all_bytes(l2, 600 << 10, 1 << 20, 0));
+    lfh_free(l2);
+    /* reallocarray keeps it too */
+    unsigned char *r = lfh_calloc(10, 10);
+    REQUIRE(r);
+    memset(r, 1, 100);
+    r = lfh_reallocarray(r, 50, 10);
+    REQUIRE(r);
+    CHECK(all_bytes(r, 0, 100, 1) && all_bytes(r, 100, 500, 0) && lfh_malloc_zero_fill(r));
+    lfh_free(r);
+}
+
+static void alignment_survives_realloc(void)
+{
+    static const size_t aligns[] = {32, 256, 4096, 65536};
+    static const size_t sizes[] = {10, 5000, 100000, 3 << 20, 80 << 20, 40, 70000};
+    for (size_t a = 0; a < sizeof aligns / sizeof *aligns; a++) {
+        unsigned char *p = lfh_memalign(aligns[a], 1);
+        REQUIRE(p);
+        p[0] = 0x77;
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            p = lfh_realloc(p, sizes[s]);
+            REQUIRE(p);
+            CHECK(aligned_to(p, aligns[a]) && lfh_malloc_alignment(p) == aligns[a]);
+            CHECK(p[0] == 0x77 && !lfh_malloc_zero_fill(p));
+        }
+        lfh_free(p);
+    }
+}
+
+static void aligned_realloc_changes_alignment(void)
+{
+    unsigned char *p = lfh_calloc(1, 200);
+    REQUIRE(p);
+    memset(p, 0x42, 200);
+    p = aligned_realloc(p, 1024, 400);
+    REQUIRE(p);
+    CHECK(aligned_to(p, 1024) && lfh_malloc_alignment(p) == 1024);
+    CHECK(lfh_malloc_zero_fill(p) && all_bytes(p, 0, 200, 0x42) && all_bytes(p, 200, 400, 0));
+    /* back down to a smaller alignment: the block may stay */
+    p = aligned_realloc(p, 64, 300);
+    REQUIRE(p);
+    CHECK(aligned_to(p, 64) && lfh_malloc_alignment(p) == 64 && all_bytes(p, 0, 200, 0x42));
+    /* a plain block gains a recorded alignment */
+    unsigned char *m = lfh_malloc(50);
+    REQUIRE(m);
+    memset(m, 9, 50);
+    m = aligned_realloc(m, 512, 50);
+    REQUIRE(m);
+    CHECK(aligned_to(m, 512) && lfh_malloc_alignment(m) == 512 && lfh_malloc_size(m) == 50);
+    CHECK(all_bytes(m, 0, 50, 9));
+    /* NULL allocates, 0 frees, bad alignment fails and leaves the block alone */
+    void *n = aligned_realloc(NULL, 128, 10);
+    CHECK(n && aligned_to(n, 128) && lfh_malloc_alignment(n) == 128);
+    CHECK(aligned_realloc(n, 128, 0) == NULL);
+    errno = 0;
+    CHECK(aligned_realloc(m, 100, 10) == NULL && errno == EINVAL);
+    CHECK(lfh_malloc_size(m) == 50 && all_bytes(m, 0, 50, 9));
+    lfh_free(m);
+    lfh_free(p);
+}
+
+static void resize_keeps_nothing(void)
+{
+    void *p = lfh_calloc(1, 100);
+    REQUIRE(p);
+    void *r = resize(p, 90);
+    REQUIRE(r);
+    CHECK(lfh_malloc_size(r) == 90 && !lfh_malloc_zero_fill(r) && lfh_malloc_alignment(r) == 16);
+    void *m = lfh_memalign(2048, 100);
+    REQUIRE(m);
+    m = resize(m, 5000);
+    REQUIRE(m);
+    CHECK(lfh_malloc_alignment(m) == 16 && !lfh_malloc_zero_fill(m));
+    m = aligned_resize(m, 512, 3000);
+    REQUIRE(m);
+    CHECK(aligned_to(m, 512) && lfh_malloc_alignment(m) == 512 && lfh_malloc_size(m) == 3000);
+    /* large blocks too */
+    void *l = lfh_calloc(1, 1 << 20);
+    REQUIRE(l);
+    l = resize(l, 3 << 20);
+    REQUIRE(l);
+    CHECK(lfh_malloc_size(l) == (3u << 20) && !lfh_malloc_zero_fill(l));
+    /* NULL allocates, 0 frees, bad alignment and foreign pointers fail */
+    void *n = resize(NULL, 10);
+    CHECK(n && lfh_malloc_usable_size(n) >= 10);
+    CHECK(resize(n, 0) == NULL);
+    errno = 0;
+    CHECK(aligned_resize(m, 3, 10) == NULL && errno == EINVAL);
+    CHECK(lfh_malloc_size(m) == 3000);
+    int on_stack;
+    errno = 0;
+    CHECK(resize(&on_stack, 10) == NULL && errno == EINVAL);
+    lfh_free(r);
+    lfh_free(m);
+    lfh_free(l);
+}
+
+/* The model: for each live block, what its properties must be and which prefix of it
+ * must still hold its pattern. */
+struct model {
+    unsigned char *p;
+    size_t request, align, valid; /* valid: bytes that must hold the pattern */
+    int zero_fill;
+    int tracked; /* from a routine that records the request (realloc keeps it, resize not) */
+    unsigned char fill;
+};
+
+static uint64_t rng_state = 88172645463325252ull;
+
+static uint64_t next_random(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static size_t random_size(void)
+{
+    uint64_t r = next_random();
+    switch (r % 200) {
+    case 0:
+        return (64 << 20) + (r >> 8) % (8 << 20); /* beyond the largest arena chunk */
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+        return (r >> 8) % (3 << 20); /* large */
+    default:
+        return r % 4 == 0 ? (r >> 8) % 40000 : (r >> 8) % 700;
+    }
+}
+
+static size_t random_align(void)
+{
+    return (size_t)16 << (next_random() % 10); /* 16 .. 8192 */
+}
+
+static void model_check(const struct model *m)
+{
+    CHECK(aligned_to(m->p, m->align));
+    CHECK(lfh_malloc_alignment(m->p) == m->align);
+    CHECK(lfh_malloc_zero_fill(m->p) == m->zero_fill);
+    CHECK(lfh_malloc_usable_size(m->p) >= m->request);
+    /* exact for tracked blocks and for every large block */
+    if (m->tracked || m->request > 32768) CHECK(lfh_malloc_size(m->p) == m->request);
+    CHECK(all_bytes(m->p, 0, m->valid, m->fill));
+}
+
+/* Fills the block with its own byte so that the next step can tell kept from lost. */
+static void model_refill(struct model *m)
+{
+    m->fill = (unsigned char)(next_random() | 1);
+    memset(m->p, m->fill, m->request);
+    m->valid = m->request;
+}
+
+static void model_chains(void)
+{
+    enum { BLOCKS = 24, STEPS = 3000 };
+    struct model live[BLOCKS];
+    memset(live, 0, sizeof live);
+    for (int step = 0; step < STEPS; step++) {
+        struct model *m = &live[next_random() % BLOCKS];
+        size_t size = random_size();
+        unsigned op = (unsigned)(next_random() % 9);
+        if (!m->p) {
+            /* a new block from one of the routines that start a chain */
+            size_t align = random_align();
+            switch (op % 4) {
+            case 0:
+                m->p = lfh_calloc(1, size);
+                *m = (struct model){m->p, size, 16, 0, 1, 1, 0};
+                if (m->p) CHECK(all_bytes(m->p, 0, size, 0));
+                break;
+            case 1:
+                m->p = lfh_memalign(align, size);
+                *m = (struct model){m->p, size, align, 0, 0, 1, 0};
+                break;
+            case 2:
+                m->p = cmemalign(align, 1, size);
+                *m = (struct model){m->p, size, align, 0, 1, 1, 0};
+                if (m->p) CHECK(all_bytes(m->p, 0, size, 0));
+                break;
+            default:
+                m->p = lfh_malloc(size);
+                *m = (struct model){m->p, size, 16, 0, 0, 0, 0};
+                break;
+            }
+            REQUIRE(m->p);
+            model_check(m);
+            model_refill(m);
+            continue;
+        }
+        model_check(m);
+        size_t old = m->request;
+        if (op == 0) {
+            lfh_free(m->p);
+            m->p = NULL;
+            continue;
+        }
+        if (op <= 4) {
+            /* realloc keeps both properties and the contents up to the smaller size */
+            unsigned char *q = lfh_realloc(m->p, size ? size : 1);
+            REQUIRE(q);
+            size = size ? size : 1;
+            m->p = q;
+            m->valid = old < size ? old : size;
+            m->request = size;
+            if (m->zero_fill && size > old) CHECK(all_bytes(q, old, size, 0));
+        } else if (op <= 6) {
+            size_t align = random_align();
+            unsigned char *q = aligned_realloc(m->p, align, size ? size : 1);
+            REQUIRE(q);
+            size = size ? size : 1;
+            m->p = q;
+            m->valid = old < size ? old : size;
+            m->request = size;
+            m->align = align;
+            m->tracked = 1;
+            if (m->zero_fill && size > old) CHECK(all_bytes(q, old, size, 0));
+        } else if (op == 7) {
+            unsigned char *q = resize(m->p, size ? size : 1);
+            REQUIRE(q);
+            size = size ? size : 1;
+            *m = (struct model){q, size, 16, 0, 0, 0, 0};
+        } else {
+            size_t align = random_align();
+            unsigned char *q = aligned_resize(m->p, align, size ? size : 1);
+            REQUIRE(q);
+            size = size ? size : 1;
+            *m = (struct model){q, size, align, 0, 0, 1, 0};
+        }
+        model_check(m);
+        model_refill(m);
+    }
+    for (int i = 0; i < BLOCKS; i++)
+        if (live[i].p) {
+            model_check(&live[i]);
+            lfh_free(live[i].p);
+        }
+}
+
+int main(void)
+{
+    RUN(array_routines);
+    RUN(queries);
+    RUN(zero_fill_growth);
+    RUN(alignment_survives_realloc);
+    RUN(aligned_realloc_changes_alignment);
+    RUN(resize_keeps_nothing);
+    RUN(model_chains);
+    return test_exit_status();
+}
