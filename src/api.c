@@ -72,20 +72,18 @@ static void *alloc_tracked(const struct heap_props *props, bool clear)
                    : size <= SIZECLASS_MAX_SIZE ? sizeclass_of(size)
                                                 : SIZECLASS_COUNT;
     void *block;
-    struct descriptor *desc;
     bool zeroed = false;
     if (cls < SIZECLASS_COUNT) {
         block = tcache_alloc(heap_tracked_class(cls));
         if (!block)
             return NULL; /* errno is ENOMEM */
-        desc = pagemap_find(block);
+        *heap_record_at(pagemap_find(block), block, cls) = heap_record_make(props);
     } else {
         block = heap_large_alloc(size, props->align, &zeroed);
         if (!block)
             return fail_nomem();
-        desc = pagemap_find(block);
+        heap_props_set(pagemap_find(block), block, props);
     }
-    heap_props_set(desc, block, props);
     /* Pages fresh from the kernel or decommitted read as zeros already. */
     if (clear && !zeroed)
         memset(block, 0, size);
@@ -380,6 +378,18 @@ LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
     if (!desc) {
         errno = EINVAL;
         return NULL;
+    }
+    if (LFH_LIKELY(desc->class_index < SIZECLASS_COUNT)) {
+        /* A plain small block: no record, no property to keep. */
+        size_t usable = desc->block_size;
+        if (size <= usable && (size > usable / 2 || sizeclass_of(size) == desc->class_index))
+            return ptr;
+        void *fresh = lfh_malloc(size);
+        if (!fresh)
+            return NULL;
+        memcpy(fresh, ptr, size < usable ? size : usable);
+        lfh_free(ptr);
+        return fresh;
     }
     return realloc_block(ptr, desc, size, 0);
 }

@@ -156,6 +156,14 @@ LFH_INLINE uint32_t *heap_record_at(const struct descriptor *desc, const void *b
     return &desc->records[sizeclass_block_index(size_class, offset)];
 }
 
+/* The record of a small tracked block with these properties. */
+LFH_INLINE uint32_t heap_record_make(const struct heap_props *props)
+{
+    return (uint32_t)props->request |
+           (uint32_t)__builtin_ctzl(props->align) << HEAP_RECORD_ALIGN_SHIFT |
+           (props->zero_fill ? HEAP_RECORD_ZERO_FILL : 0);
+}
+
 /* The record of the block at `block`, which the caller holds: its request size and
  * sticky properties. False for a plain small block, which has none. */
 bool heap_props_get(const struct descriptor *desc, const void *block, struct heap_props *out);
