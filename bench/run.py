@@ -304,6 +304,14 @@ class Results:
             return None
         return lf / v
 
+    def cpus_busy(self, workload, alloc, threads):
+        """Median of (user + sys) / wall over the successful runs: how many CPUs the
+        process kept busy. Threads asleep on a lock, or preempted by other work on the
+        machine, bring it down."""
+        rows = self.by_cell.get((workload, alloc, threads), [])
+        return median([(float(r["user_s"]) + float(r["sys_s"])) / float(r["wall_s"])
+                       for r in rows if r["status"] == "ok" and float(r["wall_s"]) > 0])
+
     def scaling(self, workload, alloc, threads, base):
         """This allocator's throughput at `threads` divided by its own at `base` (the
         medians), and the same ratio for each repetition in which both runs succeeded
@@ -423,10 +431,11 @@ def oversub_table(res, workload="oversubscribed", base=OVERSUB_BASE):
     highs = [t for t in threads if t > base]
     if base not in threads or not highs:
         return []
-    out = ["| allocator | %d thr, Mops/s | %s | %s |" % (
+    out = ["| allocator | %d thr, Mops/s | %s | %s | CPUs busy at %s thr |" % (
                base, " | ".join("%d thr, Mops/s" % t for t in highs),
-               " | ".join("%d thr / %d thr (per repetition)" % (t, base) for t in highs)),
-           "|---|" + "---:|" * (1 + 2 * len(highs))]
+               " | ".join("%d thr / %d thr (per repetition)" % (t, base) for t in highs),
+               " / ".join(str(t) for t in [base] + highs)),
+           "|---|" + "---:|" * (2 + 2 * len(highs))]
     for a in res.allocators:
         cells = [fmt_value(res.cell(workload, a, base)[0], "mops")]
         cells += [fmt_value(res.cell(workload, a, t)[0], "mops") for t in highs]
@@ -436,6 +445,8 @@ def oversub_table(res, workload="oversubscribed", base=OVERSUB_BASE):
             if per_run:
                 s += " (%s)" % ", ".join("%.2f" % x for x in per_run)
             cells.append(s)
+        busy = [res.cpus_busy(workload, a, t) for t in [base] + highs]
+        cells.append(" / ".join("—" if b is None else "%.2f" % b for b in busy))
         out.append("| %s | %s |" % (a, " | ".join(cells)))
     return out
 
@@ -558,6 +569,7 @@ def main():
             want_plots = False
 
     machine = benchlib.machine_info()
+    load_start = benchlib.load_average()
     date = time.strftime("%Y-%m-%d-%H%M")
     stamp = "%s-%s" % (date, machine["host"])
     os.makedirs(args.out, exist_ok=True)
@@ -575,43 +587,49 @@ def main():
         order = allocators[rep % len(allocators):] + allocators[:rep % len(allocators)]
         for w in workloads:
             knobs = dict(prof["knobs"][w])
-            for t in threads[w]:
-                for a in order:
-                    cmd = command_line(w, knobs, t)
-                    series = None
-                    if w == "memory" and rep == 0:
-                        series = os.path.join(plotdir, "memory-%s-t%d.tsv" % (a.name, t))
-                        cmd.append("--series=" + series)
-                    progress.show("%s, %s, %d thread%s, run %d/%d" %
-                                  (w, a.name, t, "s" if t > 1 else "", rep + 1, runs))
-                    r = run_once(cmd, a.env(), timeout)
-                    f = r["fields"] or {}
-                    metric = METRIC[w]
-                    row = {
-                        "date": date, "host": machine["host"], "profile": args.profile,
-                        "workload": w, "allocator": a.name, "threads": t, "run": rep + 1,
-                        "status": r["status"], "metric": metric,
-                        "value": f.get(metric, ""), "seconds": f.get("seconds", ""),
-                        "wall_s": "%.4f" % r["wall_s"], "user_s": "%.4f" % r["user_s"],
-                        "sys_s": "%.4f" % r["sys_s"],
-                        "peak_rss_kib": f.get("peak_rss_kib", r["maxrss_kib"]),
-                        "maxrss_kib": r["maxrss_kib"],
-                        "command": " ".join(shlex.quote(c) for c in cmd),
-                        "result": " ".join("%s=%s" % kv for kv in f.items()),
-                        "_fields": f,
-                    }
-                    if r["status"] == "ok":
-                        try:
-                            if float(row["value"]) <= 0:
-                                raise ValueError
-                        except ValueError:
-                            row["status"] = "failed: bad %s value" % metric
-                    if row["status"] != "ok":
-                        failures.append("%s / %s / %d threads / run %d: %s" %
-                                        (w, a.name, t, rep + 1, row["status"]))
-                    elif series:
-                        memory_series.setdefault(t, []).append((a.name, series))
-                    res.add(row)
+            # oversubscribed compares each allocator with itself: its thread counts
+            # run back to back, so that drift on a busy machine hardly enters the
+            # ratio; elsewhere the allocators take turns at each thread count
+            if w == "oversubscribed":
+                cells = [(t, a) for a in order for t in threads[w]]
+            else:
+                cells = [(t, a) for t in threads[w] for a in order]
+            for t, a in cells:
+                cmd = command_line(w, knobs, t)
+                series = None
+                if w == "memory" and rep == 0:
+                    series = os.path.join(plotdir, "memory-%s-t%d.tsv" % (a.name, t))
+                    cmd.append("--series=" + series)
+                progress.show("%s, %s, %d thread%s, run %d/%d" %
+                              (w, a.name, t, "s" if t > 1 else "", rep + 1, runs))
+                r = run_once(cmd, a.env(), timeout)
+                f = r["fields"] or {}
+                metric = METRIC[w]
+                row = {
+                    "date": date, "host": machine["host"], "profile": args.profile,
+                    "workload": w, "allocator": a.name, "threads": t, "run": rep + 1,
+                    "status": r["status"], "metric": metric,
+                    "value": f.get(metric, ""), "seconds": f.get("seconds", ""),
+                    "wall_s": "%.4f" % r["wall_s"], "user_s": "%.4f" % r["user_s"],
+                    "sys_s": "%.4f" % r["sys_s"],
+                    "peak_rss_kib": f.get("peak_rss_kib", r["maxrss_kib"]),
+                    "maxrss_kib": r["maxrss_kib"],
+                    "command": " ".join(shlex.quote(c) for c in cmd),
+                    "result": " ".join("%s=%s" % kv for kv in f.items()),
+                    "_fields": f,
+                }
+                if r["status"] == "ok":
+                    try:
+                        if float(row["value"]) <= 0:
+                            raise ValueError
+                    except ValueError:
+                        row["status"] = "failed: bad %s value" % metric
+                if row["status"] != "ok":
+                    failures.append("%s / %s / %d threads / run %d: %s" %
+                                    (w, a.name, t, rep + 1, row["status"]))
+                elif series:
+                    memory_series.setdefault(t, []).append((a.name, series))
+                res.add(row)
     progress.finish()
 
     fp = None
@@ -622,6 +640,7 @@ def main():
         except RuntimeError as e:
             print("fastpath: skipped, %s" % e, file=sys.stderr)
     elapsed = time.monotonic() - t_start
+    load_end = benchlib.load_average()
 
     plots = plot(res, plotdir, memory_series) if want_plots else []
 
@@ -634,6 +653,8 @@ def main():
     md += ["", "## Machine", "",
            "- %s, %d CPUs (nproc), kernel %s, glibc %s" % (
                machine["cpu"], machine["nproc"], machine["kernel"], machine["glibc"]),
+           "- load average (1 min, all processes on the machine): %s at the start, %s at "
+           "the end" % (load_start, load_end),
            "", "## Allocators", ""]
     for a in allocators:
         md.append("- **%s**: %s%s" % (a.name, benchlib.allocator_version(a),
@@ -660,9 +681,10 @@ def main():
                "`oversubscribed`: the same work split across more threads than this "
                "machine's %d CPUs. Each allocator's median throughput at each thread count "
                "divided by its own at %d threads, measured in this run; in brackets the "
-               "same ratio in each repetition (the runs of one repetition follow each "
-               "other). 1.00 would be no loss at all." % (machine["nproc"], OVERSUB_BASE),
-               ""]
+               "same ratio in each repetition (an allocator's runs of one repetition follow "
+               "each other). 1.00 would be no loss at all. *CPUs busy*: (user + sys time) "
+               "/ wall time of the process, median; other work on the machine lowers it "
+               "too." % (machine["nproc"], OVERSUB_BASE), ""]
         md += scaling
     if fp:
         loop, rows = fp
