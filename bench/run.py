@@ -312,6 +312,20 @@ class Results:
         return median([(float(r["user_s"]) + float(r["sys_s"])) / float(r["wall_s"])
                        for r in rows if r["status"] == "ok" and float(r["wall_s"]) > 0])
 
+    def per_cpu_second(self, workload, alloc, threads):
+        """Median of the program's allocator calls (its `calls` field) per CPU second
+        (user + sys) of the process, in millions: the cost of the work whatever share
+        of the CPUs the process got."""
+        vals = []
+        for r in self.by_cell.get((workload, alloc, threads), []):
+            try:
+                cpu = float(r["user_s"]) + float(r["sys_s"])
+                if r["status"] == "ok" and cpu > 0:
+                    vals.append(float(r["_fields"]["calls"]) / cpu / 1e6)
+            except (KeyError, ValueError):
+                pass
+        return median(vals)
+
     def scaling(self, workload, alloc, threads, base):
         """This allocator's throughput at `threads` divided by its own at `base` (the
         medians), and the same ratio for each repetition in which both runs succeeded
@@ -431,11 +445,12 @@ def oversub_table(res, workload="oversubscribed", base=OVERSUB_BASE):
     highs = [t for t in threads if t > base]
     if base not in threads or not highs:
         return []
-    out = ["| allocator | %d thr, Mops/s | %s | %s | CPUs busy at %s thr |" % (
+    out = ["| allocator | %d thr, Mops/s | %s | %s | CPUs busy at %s thr | %s |" % (
                base, " | ".join("%d thr, Mops/s" % t for t in highs),
                " | ".join("%d thr / %d thr (per repetition)" % (t, base) for t in highs),
-               " / ".join(str(t) for t in [base] + highs)),
-           "|---|" + "---:|" * (2 + 2 * len(highs))]
+               " / ".join(str(t) for t in [base] + highs),
+               " | ".join("per CPU second, %d thr / %d thr" % (t, base) for t in highs)),
+           "|---|" + "---:|" * (2 + 3 * len(highs))]
     for a in res.allocators:
         cells = [fmt_value(res.cell(workload, a, base)[0], "mops")]
         cells += [fmt_value(res.cell(workload, a, t)[0], "mops") for t in highs]
@@ -447,6 +462,10 @@ def oversub_table(res, workload="oversubscribed", base=OVERSUB_BASE):
             cells.append(s)
         busy = [res.cpus_busy(workload, a, t) for t in [base] + highs]
         cells.append(" / ".join("—" if b is None else "%.2f" % b for b in busy))
+        b = res.per_cpu_second(workload, a, base)
+        for t in highs:
+            v = res.per_cpu_second(workload, a, t)
+            cells.append("—" if v is None or not b else "%.2f" % (v / b))
         out.append("| %s | %s |" % (a, " | ".join(cells)))
     return out
 
@@ -683,8 +702,11 @@ def main():
                "divided by its own at %d threads, measured in this run; in brackets the "
                "same ratio in each repetition (an allocator's runs of one repetition follow "
                "each other). 1.00 would be no loss at all. *CPUs busy*: (user + sys time) "
-               "/ wall time of the process, median; other work on the machine lowers it "
-               "too." % (machine["nproc"], OVERSUB_BASE), ""]
+               "/ wall time of the process, median; threads asleep on a lock lower it, and "
+               "so does other work on the machine. *Per CPU second*: allocator calls per "
+               "CPU second of the process at each count, divided likewise: what the work "
+               "cost, whatever share of the CPUs the process got." %
+               (machine["nproc"], OVERSUB_BASE), ""]
         md += scaling
     if fp:
         loop, rows = fp

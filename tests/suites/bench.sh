@@ -165,7 +165,7 @@ check("bench-oversub-thread-counts", keys == [(t, k) for t in (1, 2, 32) for k i
       "%s" % keys)
 md = open(mds[0]).read()
 m = re.search(r"^\| glibc \| ([0-9.]+) \| ([0-9.]+) \| \*\*([0-9.]+)\*\* "
-              r"\(([0-9.]+), ([0-9.]+)\) \| [0-9.]+ / [0-9.]+ \|$", md, re.M)
+              r"\(([0-9.]+), ([0-9.]+)\) \| [0-9.]+ / [0-9.]+ \| [0-9.]+ \|$", md, re.M)
 val = {(int(r["threads"]), int(r["run"])): float(r["value"]) for r in rows}
 med = lambda t: (val[(t, 1)] + val[(t, 2)]) / 2
 ok = m is not None and "### Over-subscription" in md and \
