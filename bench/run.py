@@ -329,7 +329,7 @@ class Results:
     def scaling(self, workload, alloc, threads, base):
         """This allocator's throughput at `threads` divided by its own at `base` (the
         medians), and the same ratio for each repetition in which both runs succeeded
-        (the two ran minutes apart at most, so these show the noise)."""
+        (the spread of these shows the noise)."""
         v, _, _ = self.cell(workload, alloc, threads)
         b, _, _ = self.cell(workload, alloc, base)
         med = v / b if v is not None and b else None
