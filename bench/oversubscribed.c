@@ -20,9 +20,10 @@
  * Inboxes are lock-free stacks (a push CAS retries only when another push or a take
  * succeeded; the receiver takes the whole stack with one exchange), so the benchmark
  * itself never waits for a thread that is not running. Every handed-off block is freed
- * by a thread other than the one that allocated it, at every thread count; with more
- * threads than cores the blocks wait longer in the inboxes of threads that are not
- * running. Reports allocator calls (malloc, free, realloc) per second.
+ * by a thread other than the one that allocated it, at every thread count but 1 (a
+ * single thread hands blocks to itself); with more threads than cores the blocks wait
+ * longer in the inboxes of threads that are not running. Reports allocator calls
+ * (malloc, free, realloc) per second.
  *
  * Validation: a private block carries a tag (thread, serial) held in its slot, checked
  * before free and realloc; realloc must keep the head tag and, when growing, the old
@@ -298,7 +299,7 @@ int main(int argc, char **argv)
     bench_result(
         (int)threads,
         "ops=%ld slots=%ld handoff=%ld handoff_max=%ld realloc=%ld medium=%ld large=%ld calls=%ld "
-        "mallocs=%ld reallocs=%ld remote_frees=%ld left=%ld seconds=%.9f mops=%.3f",
+        "mallocs=%ld reallocs=%ld handed=%ld left=%ld seconds=%.9f mops=%.3f",
         ops, slots, handoff, handoff_max, realloc_pct, medium, large, calls, mallocs, reallocs,
         received, cleaner.frees, secs, (double)calls / secs / 1e6);
     return 0;
