@@ -167,6 +167,15 @@ def machine_info():
     }
 
 
+def load_average():
+    """The 1-minute load average as text ('?' if unknown): how busy the machine was."""
+    try:
+        with open("/proc/loadavg") as f:
+            return f.read().split()[0]
+    except (OSError, IndexError):
+        return "?"
+
+
 def run_make(targets):
     """Builds with the top-level Makefile; exits if the build fails."""
     r = subprocess.run(["make", "-s", "-C", ROOT] + targets, check=False)

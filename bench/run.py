@@ -5,6 +5,7 @@ tbbmalloc on every workload in bench/, at several thread counts, several runs ea
     bench/run.py                      # the `make bench` profile (quick, 3 runs)
     bench/run.py --profile full       # published parameters, 5 runs (make bench-full)
     bench/run.py --workloads larson,churn --allocators glibc,jemalloc --threads 1,4
+    bench/run.py --workloads oversubscribed --threads 2,32 --runs 5
     bench/run.py --lfheap /tmp/liblfheap.so
 
 Each run is one process (the allocator preloaded with LD_PRELOAD, glibc without); the
@@ -35,9 +36,19 @@ import fastpath  # noqa: E402
 # Workloads in report order. Each profile gives every workload's knobs; the runner adds
 # --threads. "metric" is what the table shows: seconds (lower is better) or Mops/s.
 WORKLOADS = ["linux-scalability", "threadtest", "larson", "cache-thrash", "cache-scratch",
-             "consume", "recycle", "churn", "speed", "memory", "thread-churn", "large"]
+             "consume", "recycle", "churn", "speed", "memory", "thread-churn", "large",
+             "oversubscribed"]
 METRIC = {w: "seconds" for w in WORKLOADS}
 METRIC["larson"] = "mops"
+METRIC["oversubscribed"] = "mops"
+
+# Thread counts a workload runs at unless --threads says otherwise. oversubscribed is
+# about 32 threads on this project's 2 cores against 2 threads (one per core), and its
+# over-subscription table divides the throughput at every count above OVERSUB_BASE by
+# the throughput at OVERSUB_BASE.
+DEFAULT_THREADS = [1, 2, 4, 8]
+WORKLOAD_THREADS = {"oversubscribed": [1, 2, 32]}
+OVERSUB_BASE = 2
 
 PROFILES = {
     # The published parameters (BENCHMARKS.md, the seeds); memory repeats its cycle 10x.
@@ -57,6 +68,8 @@ PROFILES = {
                        "min": 50, "max": 500, "step": 50},
             "thread-churn": {"n": 100000, "size": 64, "temp": 32},
             "large": {"iterations": 2000, "slots": 20, "min_mib": 5, "max_mib": 25},
+            "oversubscribed": {"ops": 10000000, "slots": 8192, "handoff": 30,
+                               "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
         },
     },
     # `make bench`: the same shapes scaled so that a run takes about 0.05-0.5 s and the
@@ -78,6 +91,8 @@ PROFILES = {
                        "min": 50, "max": 500, "step": 50},
             "thread-churn": {"n": 4000, "size": 64, "temp": 32},
             "large": {"iterations": 100, "slots": 20, "min_mib": 5, "max_mib": 25},
+            "oversubscribed": {"ops": 2000000, "slots": 8192, "handoff": 30,
+                               "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
         },
     },
     # For the test suite: seconds in all, checks the machinery, not the allocators.
@@ -97,6 +112,8 @@ PROFILES = {
                        "min": 50, "max": 500, "step": 50, "sample_us": 200},
             "thread-churn": {"n": 100, "size": 64, "temp": 8},
             "large": {"iterations": 6, "slots": 4, "min_mib": 1, "max_mib": 2},
+            "oversubscribed": {"ops": 20000, "slots": 512, "handoff": 30,
+                               "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
         },
     },
 }
@@ -206,6 +223,15 @@ class Progress:
         sys.stderr.flush()
 
 
+def threads_text(threads):
+    """'1, 2, 4, 8 (oversubscribed: 1, 2, 32)': the most common list, then exceptions."""
+    lists = [tuple(ts) for ts in threads.values()]
+    common = max(lists, key=lists.count)
+    others = ["%s: %s" % (w, ", ".join(map(str, ts))) for w, ts in threads.items()
+              if tuple(ts) != common]
+    return ", ".join(map(str, common)) + (" (%s)" % "; ".join(others) if others else "")
+
+
 def fmt_dur(s):
     return "%dm%02ds" % (s // 60, s % 60)
 
@@ -233,7 +259,7 @@ class Results:
     def __init__(self, workloads, allocators, threads):
         self.workloads = workloads
         self.allocators = allocators
-        self.threads = threads
+        self.threads = threads  # workload -> its thread counts
         self.rows = []
         self.by_cell = {}
 
@@ -278,18 +304,57 @@ class Results:
             return None
         return lf / v
 
+    def cpus_busy(self, workload, alloc, threads):
+        """Median of (user + sys) / wall over the successful runs: how many CPUs the
+        process kept busy. Threads asleep on a lock, or preempted by other work on the
+        machine, bring it down."""
+        rows = self.by_cell.get((workload, alloc, threads), [])
+        return median([(float(r["user_s"]) + float(r["sys_s"])) / float(r["wall_s"])
+                       for r in rows if r["status"] == "ok" and float(r["wall_s"]) > 0])
+
+    def per_cpu_second(self, workload, alloc, threads):
+        """Median of the program's allocator calls (its `calls` field) per CPU second
+        (user + sys) of the process, in millions: the cost of the work whatever share
+        of the CPUs the process got."""
+        vals = []
+        for r in self.by_cell.get((workload, alloc, threads), []):
+            try:
+                cpu = float(r["user_s"]) + float(r["sys_s"])
+                if r["status"] == "ok" and cpu > 0:
+                    vals.append(float(r["_fields"]["calls"]) / cpu / 1e6)
+            except (KeyError, ValueError):
+                pass
+        return median(vals)
+
+    def scaling(self, workload, alloc, threads, base):
+        """This allocator's throughput at `threads` divided by its own at `base` (the
+        medians), and the same ratio for each repetition in which both runs succeeded
+        (the spread of these shows the noise)."""
+        v, _, _ = self.cell(workload, alloc, threads)
+        b, _, _ = self.cell(workload, alloc, base)
+        med = v / b if v is not None and b else None
+        runs = {}
+        for t in (base, threads):
+            for r in self.by_cell.get((workload, alloc, t), []):
+                if r["status"] == "ok":
+                    runs.setdefault(r["run"], {})[t] = float(r["value"])
+        per_run = [x[threads] / x[base] for _, x in sorted(runs.items())
+                   if len(x) == 2 and x[base] > 0]
+        return med, per_run
+
 
 def workload_tables(res, workload, have_lfheap):
     metric = METRIC[workload]
+    threads = res.threads[workload]
     unit = "Mops/s, higher is better" if metric == "mops" else "seconds, lower is better"
-    head = "| allocator | " + " | ".join("%d thr" % t for t in res.threads) + " |"
-    sep = "|---|" + "---:|" * len(res.threads)
+    head = "| allocator | " + " | ".join("%d thr" % t for t in threads) + " |"
+    sep = "|---|" + "---:|" * len(threads)
     out = ["### %s" % workload, "", "Median %s%s:" %
            (unit, "; in brackets lfheap's time / this allocator's (below 1: lfheap is "
                   "faster)" if have_lfheap else ""), "", head, sep]
     for a in res.allocators:
         cells = []
-        for t in res.threads:
+        for t in threads:
             v, _, failed = res.cell(workload, a, t)
             s = fmt_value(v, metric)
             r = res.time_ratio(workload, a, t) if a != "lfheap" else None
@@ -303,7 +368,7 @@ def workload_tables(res, workload, have_lfheap):
             ("; in brackets lfheap's / this allocator's" if have_lfheap else ""), "", head, sep]
     for a in res.allocators:
         cells = []
-        for t in res.threads:
+        for t in threads:
             _, rss, _ = res.cell(workload, a, t)
             s = "—" if rss is None else "%.1f" % rss
             r = res.rss_ratio(workload, a, t) if a != "lfheap" else None
@@ -316,7 +381,7 @@ def workload_tables(res, workload, have_lfheap):
         out += [title + ":", "", head, sep]
         for a in res.allocators:
             out.append("| %s | %s |" % (a, " | ".join(fn(res, workload, a, t)
-                                                      for t in res.threads)))
+                                                      for t in threads)))
         out.append("")
     return out
 
@@ -358,7 +423,7 @@ def summary_table(res):
             continue
         times, rsss = [], []
         for w in res.workloads:
-            for t in res.threads:
+            for t in res.threads[w]:
                 tr = res.time_ratio(w, a, t)
                 rr = res.rss_ratio(w, a, t)
                 if tr is not None:
@@ -370,6 +435,38 @@ def summary_table(res):
         out.append("| %s | %s | %d of %d | %s | %d |" % (
             a, "%.3f" % g if g else "—", wins, len(times), "%.3f" % gr if gr else "—",
             len(times)))
+    return out
+
+
+def oversub_table(res, workload="oversubscribed", base=OVERSUB_BASE):
+    """Each allocator's throughput at every thread count above `base` divided by its
+    own throughput at `base`, from the same run; [] when those were not measured."""
+    threads = res.threads.get(workload, [])
+    highs = [t for t in threads if t > base]
+    if base not in threads or not highs:
+        return []
+    out = ["| allocator | %d thr, Mops/s | %s | %s | CPUs busy at %s thr | %s |" % (
+               base, " | ".join("%d thr, Mops/s" % t for t in highs),
+               " | ".join("%d thr / %d thr (per repetition)" % (t, base) for t in highs),
+               " / ".join(str(t) for t in [base] + highs),
+               " | ".join("per CPU second, %d thr / %d thr" % (t, base) for t in highs)),
+           "|---|" + "---:|" * (2 + 3 * len(highs))]
+    for a in res.allocators:
+        cells = [fmt_value(res.cell(workload, a, base)[0], "mops")]
+        cells += [fmt_value(res.cell(workload, a, t)[0], "mops") for t in highs]
+        for t in highs:
+            med, per_run = res.scaling(workload, a, t, base)
+            s = "—" if med is None else "**%.2f**" % med
+            if per_run:
+                s += " (%s)" % ", ".join("%.2f" % x for x in per_run)
+            cells.append(s)
+        busy = [res.cpus_busy(workload, a, t) for t in [base] + highs]
+        cells.append(" / ".join("—" if b is None else "%.2f" % b for b in busy))
+        b = res.per_cpu_second(workload, a, base)
+        for t in highs:
+            v = res.per_cpu_second(workload, a, t)
+            cells.append("—" if v is None or not b else "%.2f" % (v / b))
+        out.append("| %s | %s |" % (a, " | ".join(cells)))
     return out
 
 
@@ -391,10 +488,11 @@ def plot(res, plotdir, memory_series):
     made = []
     os.makedirs(plotdir, exist_ok=True)
     for w in res.workloads:
+        threads = res.threads[w]
         dat = os.path.join(plotdir, w + ".dat")
         with open(dat, "w") as f:
             f.write("# threads " + " ".join(res.allocators) + "\n")
-            for t in res.threads:
+            for t in threads:
                 vals = []
                 for a in res.allocators:
                     v, _, _ = res.cell(w, a, t)
@@ -409,9 +507,8 @@ def plot(res, plotdir, memory_series):
                   "set title '%s'; set xlabel 'threads'; set ylabel '%s';"
                   "set logscale x 2; set xrange [%g:%g]; set xtics (%s); set key outside right;"
                   "set grid;"
-                  "plot %s\n" % (png, w, ylabel, min(res.threads) / 1.25,
-                                 max(res.threads) * 1.25,
-                                 ", ".join(str(t) for t in res.threads), plots))
+                  "plot %s\n" % (png, w, ylabel, min(threads) / 1.25, max(threads) * 1.25,
+                                 ", ".join(str(t) for t in threads), plots))
         if subprocess.run(["gnuplot"], input=script, text=True, check=False,
                           capture_output=True).returncode == 0:
             made.append(png)
@@ -439,7 +536,8 @@ def main():
                     help="quick (make bench), full (make bench-full) or test")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--allocators", default=",".join(benchlib.ALL_NAMES))
-    ap.add_argument("--threads", default="1,2,4,8")
+    ap.add_argument("--threads", help="thread counts for every workload (default: 1,2,4,8, "
+                    "and 1,2,32 for oversubscribed)")
     ap.add_argument("--runs", type=int, help="repetitions (profile default: 3/5/2)")
     ap.add_argument("--lfheap", default=os.path.join(benchlib.ROOT, "build", "liblfheap.so"),
                     help="lfheap library to preload (default build/liblfheap.so)")
@@ -461,8 +559,12 @@ def main():
     for w in workloads:
         if w not in WORKLOADS:
             raise SystemExit("unknown workload %s (known: %s)" % (w, ", ".join(WORKLOADS)))
-    threads = [int(t) for t in args.threads.split(",") if t]
-    if not threads or min(threads) < 1 or runs < 1:
+    if args.threads is not None:
+        given = [int(t) for t in args.threads.split(",") if t]
+        threads = {w: given for w in workloads}
+    else:
+        threads = {w: WORKLOAD_THREADS.get(w, DEFAULT_THREADS) for w in workloads}
+    if any(not ts or min(ts) < 1 for ts in threads.values()) or runs < 1:
         raise SystemExit("need at least one thread count >= 1 and runs >= 1")
 
     if not args.no_build:
@@ -486,6 +588,7 @@ def main():
             want_plots = False
 
     machine = benchlib.machine_info()
+    load_start = benchlib.load_average()
     date = time.strftime("%Y-%m-%d-%H%M")
     stamp = "%s-%s" % (date, machine["host"])
     os.makedirs(args.out, exist_ok=True)
@@ -493,7 +596,7 @@ def main():
     os.makedirs(plotdir, exist_ok=True)
     res = Results(workloads, names, threads)
     memory_series = {}
-    total = runs * len(workloads) * len(threads) * len(allocators)
+    total = runs * sum(len(ts) for ts in threads.values()) * len(allocators)
     progress = Progress(total)
     failures = []
     t_start = time.monotonic()
@@ -503,43 +606,49 @@ def main():
         order = allocators[rep % len(allocators):] + allocators[:rep % len(allocators)]
         for w in workloads:
             knobs = dict(prof["knobs"][w])
-            for t in threads:
-                for a in order:
-                    cmd = command_line(w, knobs, t)
-                    series = None
-                    if w == "memory" and rep == 0:
-                        series = os.path.join(plotdir, "memory-%s-t%d.tsv" % (a.name, t))
-                        cmd.append("--series=" + series)
-                    progress.show("%s, %s, %d thread%s, run %d/%d" %
-                                  (w, a.name, t, "s" if t > 1 else "", rep + 1, runs))
-                    r = run_once(cmd, a.env(), timeout)
-                    f = r["fields"] or {}
-                    metric = METRIC[w]
-                    row = {
-                        "date": date, "host": machine["host"], "profile": args.profile,
-                        "workload": w, "allocator": a.name, "threads": t, "run": rep + 1,
-                        "status": r["status"], "metric": metric,
-                        "value": f.get(metric, ""), "seconds": f.get("seconds", ""),
-                        "wall_s": "%.4f" % r["wall_s"], "user_s": "%.4f" % r["user_s"],
-                        "sys_s": "%.4f" % r["sys_s"],
-                        "peak_rss_kib": f.get("peak_rss_kib", r["maxrss_kib"]),
-                        "maxrss_kib": r["maxrss_kib"],
-                        "command": " ".join(shlex.quote(c) for c in cmd),
-                        "result": " ".join("%s=%s" % kv for kv in f.items()),
-                        "_fields": f,
-                    }
-                    if r["status"] == "ok":
-                        try:
-                            if float(row["value"]) <= 0:
-                                raise ValueError
-                        except ValueError:
-                            row["status"] = "failed: bad %s value" % metric
-                    if row["status"] != "ok":
-                        failures.append("%s / %s / %d threads / run %d: %s" %
-                                        (w, a.name, t, rep + 1, row["status"]))
-                    elif series:
-                        memory_series.setdefault(t, []).append((a.name, series))
-                    res.add(row)
+            # oversubscribed compares each allocator with itself: its thread counts
+            # run back to back, so that drift on a busy machine hardly enters the
+            # ratio; elsewhere the allocators take turns at each thread count
+            if w == "oversubscribed":
+                cells = [(t, a) for a in order for t in threads[w]]
+            else:
+                cells = [(t, a) for t in threads[w] for a in order]
+            for t, a in cells:
+                cmd = command_line(w, knobs, t)
+                series = None
+                if w == "memory" and rep == 0:
+                    series = os.path.join(plotdir, "memory-%s-t%d.tsv" % (a.name, t))
+                    cmd.append("--series=" + series)
+                progress.show("%s, %s, %d thread%s, run %d/%d" %
+                              (w, a.name, t, "s" if t > 1 else "", rep + 1, runs))
+                r = run_once(cmd, a.env(), timeout)
+                f = r["fields"] or {}
+                metric = METRIC[w]
+                row = {
+                    "date": date, "host": machine["host"], "profile": args.profile,
+                    "workload": w, "allocator": a.name, "threads": t, "run": rep + 1,
+                    "status": r["status"], "metric": metric,
+                    "value": f.get(metric, ""), "seconds": f.get("seconds", ""),
+                    "wall_s": "%.4f" % r["wall_s"], "user_s": "%.4f" % r["user_s"],
+                    "sys_s": "%.4f" % r["sys_s"],
+                    "peak_rss_kib": f.get("peak_rss_kib", r["maxrss_kib"]),
+                    "maxrss_kib": r["maxrss_kib"],
+                    "command": " ".join(shlex.quote(c) for c in cmd),
+                    "result": " ".join("%s=%s" % kv for kv in f.items()),
+                    "_fields": f,
+                }
+                if r["status"] == "ok":
+                    try:
+                        if float(row["value"]) <= 0:
+                            raise ValueError
+                    except ValueError:
+                        row["status"] = "failed: bad %s value" % metric
+                if row["status"] != "ok":
+                    failures.append("%s / %s / %d threads / run %d: %s" %
+                                    (w, a.name, t, rep + 1, row["status"]))
+                elif series:
+                    memory_series.setdefault(t, []).append((a.name, series))
+                res.add(row)
     progress.finish()
 
     fp = None
@@ -550,6 +659,7 @@ def main():
         except RuntimeError as e:
             print("fastpath: skipped, %s" % e, file=sys.stderr)
     elapsed = time.monotonic() - t_start
+    load_end = benchlib.load_average()
 
     plots = plot(res, plotdir, memory_series) if want_plots else []
 
@@ -557,11 +667,13 @@ def main():
     md = ["# lfheap benchmark results: %s, %s" % (date, machine["host"]), ""]
     md.append("Profile `%s`, %d run%s per cell, threads %s, took %s. "
               "Command: `%s`." % (args.profile, runs, "s" if runs > 1 else "",
-                                  ", ".join(map(str, threads)), fmt_dur(elapsed),
+                                  threads_text(threads), fmt_dur(elapsed),
                                   " ".join(shlex.quote(x) for x in sys.argv)))
     md += ["", "## Machine", "",
            "- %s, %d CPUs (nproc), kernel %s, glibc %s" % (
                machine["cpu"], machine["nproc"], machine["kernel"], machine["glibc"]),
+           "- load average (1 min, all processes on the machine): %s at the start, %s at "
+           "the end" % (load_start, load_end),
            "", "## Allocators", ""]
     for a in allocators:
         md.append("- **%s**: %s%s" % (a.name, benchlib.allocator_version(a),
@@ -582,6 +694,20 @@ def main():
                                                          if s.startswith("lfheap")))
     else:
         md.append("Only lfheap was measured; no ratios.")
+    scaling = oversub_table(res)
+    if scaling:
+        md += ["", "### Over-subscription", "",
+               "`oversubscribed`: the same work split across more threads than this "
+               "machine's %d CPUs. Each allocator's median throughput at each thread count "
+               "divided by its own at %d threads, measured in this run; in brackets the "
+               "same ratio in each repetition (an allocator's runs of one repetition follow "
+               "each other). 1.00 would be no loss at all. *CPUs busy*: (user + sys time) "
+               "/ wall time of the process, median; threads asleep on a lock lower it, and "
+               "so does other work on the machine. *Per CPU second*: allocator calls per "
+               "CPU second of the process at each count, divided likewise: what the work "
+               "cost, whatever share of the CPUs the process got." %
+               (machine["nproc"], OVERSUB_BASE), ""]
+        md += scaling
     if fp:
         loop, rows = fp
         md += ["", "## Fast path (instructions per malloc(16)+free pair, callgrind)", ""]
@@ -604,12 +730,12 @@ def main():
     md += ["## Failures", ""]
     md += ["- " + f for f in failures] if failures else ["None."]
     md += ["", "## Parameters", "",
-           "Each workload ran as below with `--threads=T` for T in %s (binaries in "
-           "build/bench/; `--help` on any of them explains its knobs):" %
-           ", ".join(map(str, threads)), ""]
+           "Each workload ran as below with `--threads=T` for T in the counts given "
+           "(binaries in build/bench/; `--help` on any of them explains its knobs):", ""]
     for w in workloads:
-        md.append("- `%s %s`" % (w, " ".join("--%s=%s" % kv
-                                            for kv in prof["knobs"][w].items())))
+        md.append("- `%s %s`, T = %s" % (w, " ".join("--%s=%s" % kv
+                                                    for kv in prof["knobs"][w].items()),
+                                        ", ".join(map(str, threads[w]))))
     md.append("")
 
     csv_path = os.path.join(args.out, stamp + ".csv")

@@ -33,6 +33,7 @@ PROGS=(
     "memory --threads=2 --n=1000 --round=1000 --repeat=2"
     "thread-churn --threads=2 --n=200 --temp=8"
     "large --threads=2 --iterations=20 --min_mib=1 --max_mib=2"
+    "oversubscribed --threads=4 --ops=20000 --slots=256"
 )
 
 for entry in "${PROGS[@]}"; do
@@ -122,8 +123,8 @@ def positive(r, f):
 bad = [(r["workload"], f) for r in rows for f in ("value", "seconds", "wall_s",
                                                  "peak_rss_kib") if not positive(r, f)]
 check("bench-csv-positive", not bad, "%s" % bad[:4])
-check("bench-csv-metric", all(r["metric"] == ("mops" if r["workload"] == "larson"
-                                               else "seconds") for r in rows))
+check("bench-csv-metric", all(r["metric"] == run.METRIC[r["workload"]] for r in rows) and
+      run.METRIC["larson"] == run.METRIC["oversubscribed"] == "mops")
 md = open(mds[0]).read()
 missing = [w for w in workloads if "### " + w not in md]
 check("bench-md-table-per-workload", not missing, "missing %s" % missing)
@@ -140,6 +141,38 @@ if command -v gnuplot >/dev/null; then
     n=$(ls "$TMP"/res/*/*.png 2>/dev/null | wc -l)
     [ "$n" -ge 13 ] && pass bench-runner-plots || fail bench-runner-plots "$n PNGs"
 fi
+
+# oversubscribed at its own thread counts (1, 2, 32 unless --threads): the report gets
+# the over-subscription table, each allocator's throughput at 32 threads over 2
+python3 bench/run.py --profile test --no-build --no-install --allocators glibc \
+    --workloads oversubscribed --runs 2 --no-plots --out "$TMP/res3" >/dev/null 2>"$TMP/run3.err"
+rc=$?
+python3 - "$TMP/res3" "$rc" <<'PY'
+import csv, glob, os, re, sys
+sys.path.insert(0, "bench")
+import run
+out, rc = sys.argv[1], int(sys.argv[2])
+def check(name, ok, why=""):
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + why))
+csvs = glob.glob(os.path.join(out, "*.csv"))
+mds = glob.glob(os.path.join(out, "*.md"))
+if rc != 0 or len(csvs) != 1 or len(mds) != 1:
+    check("bench-oversub-runner", False, "exit %d, %s %s" % (rc, csvs, mds))
+    sys.exit(0)
+rows = list(csv.DictReader(open(csvs[0])))
+keys = sorted((int(r["threads"]), int(r["run"])) for r in rows if r["status"] == "ok")
+check("bench-oversub-thread-counts", keys == [(t, k) for t in (1, 2, 32) for k in (1, 2)],
+      "%s" % keys)
+md = open(mds[0]).read()
+m = re.search(r"^\| glibc \| ([0-9.]+) \| ([0-9.]+) \| \*\*([0-9.]+)\*\* "
+              r"\(([0-9.]+), ([0-9.]+)\) \| [0-9.]+ / [0-9.]+ \| [0-9.]+ \|$", md, re.M)
+val = {(int(r["threads"]), int(r["run"])): float(r["value"]) for r in rows}
+med = lambda t: (val[(t, 1)] + val[(t, 2)]) / 2
+ok = m is not None and "### Over-subscription" in md and \
+    abs(float(m.group(3)) - med(32) / med(2)) < 0.01 and \
+    abs(float(m.group(4)) - val[(32, 1)] / val[(2, 1)]) < 0.01
+check("bench-oversub-ratio-table", ok, m.group(0) if m else "no glibc row")
+PY
 
 # an lfheap library that does not define malloc is skipped with a reason
 python3 bench/run.py --profile test --no-build --no-install --allocators lfheap,glibc \
