@@ -267,7 +267,8 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
     uint32_t returned = count + (bump ? d->max_count - bump_index : 0);
     if (returned == 0)
         return;
-    arena_tick();
+    /* No arena_tick here: give-backs are the most frequent slow path under remote frees,
+     * and the fills and chunk releases (arena_free) that accompany them tick already. */
     /* The caller holds blocks of the superblock, so it is live and these are stable. */
     char *start = d->start;
     size_t size = d->size;

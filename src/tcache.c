@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 /* Starts as TCACHE_ID_UNSET in every new thread (a TLS initialiser), so an uninitialised
  * cache matches no owner, not even HEAP_OWNER_NONE. */
@@ -109,11 +110,41 @@ static void tcache_setup(struct tcache *tc)
     tcache_register_exit(tc);
 }
 
-/* Returns a list of blocks to their superblocks, one CAS per run of blocks that share a
- * superblock (LRMalloc CacheFlush). */
+/* Slots of the table give_back_list gathers blocks in, per superblock (a power of two);
+ * it gives every group back once half the slots are taken, so probes stay short. */
+#define GIVE_BACK_SLOTS 64
+
+/* Blocks of a list gathered per superblock, to be given back with one CAS each. */
+struct give_back_table {
+    struct descriptor *desc[GIVE_BACK_SLOTS]; /* NULL: the slot is free */
+    void *first[GIVE_BACK_SLOTS];
+    void *last[GIVE_BACK_SLOTS];
+    uint32_t count[GIVE_BACK_SLOTS];
+    uint8_t used[GIVE_BACK_SLOTS / 2]; /* the slots taken, in order */
+    unsigned used_count;
+};
+
+static void give_back_groups(struct give_back_table *t)
+{
+    for (unsigned i = 0; i < t->used_count; i++) {
+        unsigned slot = t->used[i];
+        heap_give_back(t->desc[slot], t->first[slot], t->last[slot], t->count[slot], NULL);
+        t->desc[slot] = NULL;
+    }
+    t->used_count = 0;
+}
+
+/* Returns a list of blocks to their superblocks with one CAS per superblock. LRMalloc's
+ * CacheFlush takes one CAS per run of adjacent blocks of a superblock; a batch of remote
+ * frees mixes superblocks, so the runs are first merged per superblock in a small hash
+ * table on the stack, keyed by descriptor. */
 static void give_back_list(void *list)
 {
+    struct give_back_table t;
+    memset(t.desc, 0, sizeof t.desc);
+    t.used_count = 0;
     while (list) {
+        /* A run: the list's links already chain it, a range test bounds it. */
         struct descriptor *d = pagemap_lookup(list);
         void *first = list, *last = list;
         uint32_t count = 1;
@@ -123,8 +154,25 @@ static void give_back_list(void *list)
             list = *(void **)list;
             count++;
         }
-        heap_give_back(d, first, last, count, NULL);
+        /* Descriptors are 128 bytes apart: their index spreads them over the slots. */
+        unsigned slot = (unsigned)((uintptr_t)d / sizeof(struct descriptor)) & (GIVE_BACK_SLOTS - 1);
+        while (t.desc[slot] && t.desc[slot] != d)
+            slot = (slot + 1) & (GIVE_BACK_SLOTS - 1);
+        if (t.desc[slot]) {
+            *(void **)last = t.first[slot];
+            t.first[slot] = first;
+            t.count[slot] += count;
+            continue;
+        }
+        if (t.used_count == GIVE_BACK_SLOTS / 2)
+            give_back_groups(&t);
+        t.desc[slot] = d;
+        t.first[slot] = first;
+        t.last[slot] = last;
+        t.count[slot] = count;
+        t.used[t.used_count++] = (uint8_t)slot;
     }
+    give_back_groups(&t);
 }
 
 static void flush_remote(struct tcache *tc)
