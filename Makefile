@@ -14,7 +14,9 @@ WARN    := -Wall -Wextra -Werror
 CSTD    := -std=c11 -D_GNU_SOURCE
 LIBFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
             -fno-semantic-interposition -fno-stack-protector -fno-math-errno -Iinclude -Isrc
-LIB_SRC := $(wildcard src/*.c)
+# src/park.c holds the hook of the test-only parking points (src/park.h): only the
+# parking variants of mk/park.mk compile it.
+LIB_SRC := $(filter-out src/park.c,$(wildcard src/*.c))
 LIB_HDR := $(wildcard src/*.h) $(wildcard include/*.h)
 
 # Library variants: name, extra flags. The release one overrides malloc; "prefix" exports

@@ -13,6 +13,7 @@
 
 #include "buddy.h"
 #include "os.h"
+#include "park.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -145,6 +146,7 @@ static uint32_t dirty_pop(unsigned order)
         uint32_t id = (uint32_t)old;
         uint32_t next = atomic_load_explicit(&id_arena(id)->next[id_page(id)],
                                              memory_order_relaxed);
+        LFH_PARK(ARENA_DIRTY_POP);
         /* If the chunk was popped (and maybe pushed back) meanwhile, the version moved
          * and this fails; a failure always means another operation succeeded. */
         if (atomic_compare_exchange_weak_explicit(head, &old, dirty_head(next, old),
@@ -184,6 +186,7 @@ static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool for
     uint32_t keep_first = CHUNK_NONE, keep_last = CHUNK_NONE;
     uint32_t id = dirty_take_all(order);
     while (id != CHUNK_NONE) {
+        LFH_PARK(ARENA_PURGE_TAKEN);
         struct arena *a = id_arena(id);
         size_t page = id_page(id);
         /* Relaxed: the chain is ours since the acquire CAS that took it. */
@@ -225,6 +228,7 @@ void arena_tick(void)
     if (!atomic_compare_exchange_strong_explicit(&last_purge_ms, &last, now,
                                                  memory_order_relaxed, memory_order_relaxed))
         return;
+    LFH_PARK(ARENA_TICK_WON);
     for (unsigned order = 0; order < ARENA_ORDERS; order++)
         if ((uint32_t)atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed) !=
             CHUNK_NONE)
@@ -272,6 +276,7 @@ static void *alloc_from_new_arena(size_t chunk)
         if (atomic_compare_exchange_strong_explicit(&arenas[index], &expected, fresh,
                                                     memory_order_release,
                                                     memory_order_acquire)) {
+            LFH_PARK(ARENA_SLOT_WON);
             unsigned count = atomic_load_explicit(&arena_count, memory_order_relaxed);
             /* Raise the count to cover our slot; a failure means someone raised it. */
             while (count <= index &&
