@@ -39,7 +39,7 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 .SECONDEXPANSION:
 # Keep intermediate libraries and objects between runs.
 .SECONDARY:
-.PHONY: all test lint install clean bench bench-full fastpath
+.PHONY: all test test-long lint install clean bench bench-full fastpath
 all: $(BUILD)/liblfheap.so $(BUILD)/liblfheap.a
 
 $(BUILD)/liblfheap.so: $(OBJS_release)
@@ -76,6 +76,10 @@ include $(wildcard mk/*.mk)
 
 test: all $(TEST_BINS)
 	bash tests/run.sh
+
+# Everything `make test` runs, plus the suites' long variants (LFHEAP_TEST_LONG).
+test-long: all $(TEST_BINS)
+	LFHEAP_TEST_LONG=1 bash tests/run.sh
 
 lint:
 	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.h
