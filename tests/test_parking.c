@@ -73,7 +73,7 @@ static const char *const op_names[OP_KINDS] = {"small",   "medium",  "large",   
 
 enum { PARK_WAITING, PARK_PARKED, PARK_RELEASED };
 
-static _Atomic int armed = -1; /* the point a victim thread is parked at */
+static _Atomic int armed = -1; /* the point to park the victim at; -1: none */
 static _Atomic int park_state; /* PARK_* for the current point */
 static _Atomic uint64_t hits[PARK_POINT_COUNT];
 static __thread bool in_victim; /* the victim and its helper threads */
