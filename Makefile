@@ -16,7 +16,9 @@ WARN    := -Wall -Wextra -Werror
 CSTD    := -std=gnu11 -D_GNU_SOURCE
 LIBFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
             -fno-semantic-interposition -fno-stack-protector -fno-math-errno -Iinclude -Isrc
-LIB_SRC := $(wildcard src/*.c)
+# src/park.c holds the hook of the test-only parking points (src/park.h): only the
+# parking variants of mk/park.mk compile it.
+LIB_SRC := $(filter-out src/park.c,$(wildcard src/*.c))
 LIB_HDR := $(wildcard src/*.h) $(wildcard include/*.h)
 
 # Library variants: name, extra flags. The release one overrides malloc; "prefix" exports
@@ -39,7 +41,7 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 .SECONDEXPANSION:
 # Keep intermediate libraries and objects between runs.
 .SECONDARY:
-.PHONY: all test lint install clean bench bench-full fastpath
+.PHONY: all test test-long lint install clean bench bench-full fastpath
 all: $(BUILD)/liblfheap.so $(BUILD)/liblfheap.a
 
 $(BUILD)/liblfheap.so: $(OBJS_release)
@@ -76,6 +78,10 @@ include $(wildcard mk/*.mk)
 
 test: all $(TEST_BINS)
 	bash tests/run.sh
+
+# Everything `make test` runs, plus the suites' long variants (LFHEAP_TEST_LONG).
+test-long: all $(TEST_BINS)
+	LFHEAP_TEST_LONG=1 bash tests/run.sh
 
 lint:
 	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.h

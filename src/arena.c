@@ -13,6 +13,7 @@
 
 #include "buddy.h"
 #include "os.h"
+#include "park.h"
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -145,6 +146,7 @@ static uint32_t dirty_pop(unsigned order)
         uint32_t id = (uint32_t)old;
         uint32_t next = atomic_load_explicit(&id_arena(id)->next[id_page(id)],
                                              memory_order_relaxed);
+        LFH_PARK(ARENA_DIRTY_POP);
         /* If the chunk was popped (and maybe pushed back) meanwhile, the version moved
          * and this fails; a failure always means another operation succeeded. */
         if (atomic_compare_exchange_weak_explicit(head, &old, dirty_head(next, old),
@@ -184,6 +186,7 @@ static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool for
     uint32_t keep_first = CHUNK_NONE, keep_last = CHUNK_NONE;
     uint32_t id = dirty_take_all(order);
     while (id != CHUNK_NONE) {
+        LFH_PARK(ARENA_PURGE_TAKEN);
         struct arena *a = id_arena(id);
         size_t page = id_page(id);
         /* Relaxed: the chain is ours since the acquire CAS that took it. */
@@ -225,6 +228,7 @@ void arena_tick(void)
     if (!atomic_compare_exchange_strong_explicit(&last_purge_ms, &last, now,
                                                  memory_order_relaxed, memory_order_relaxed))
         return;
+    LFH_PARK(ARENA_TICK_WON);
     for (unsigned order = 0; order < ARENA_ORDERS; order++)
         if ((uint32_t)atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed) !=
             CHUNK_NONE)
@@ -251,47 +255,75 @@ static void *alloc_from_arenas(size_t chunk)
     return NULL;
 }
 
-/* Maps one more arena in the first free slot (a thread that loses the race for a slot
- * unmaps its own arena and tries the winner's). */
+/* Raises the count of arenas to cover slot `index`, before anybody allocates from the
+ * arena there: arena_free looks only below the count, and would drop the chunks of an
+ * arena above it. Every thread that uses a new slot does this, not only the one that
+ * filled it, which may be stopped right after its CAS. Release pairs with the acquire
+ * loads of the count; a failed CAS means another thread raised it: lock-free. */
+static void arena_count_cover(unsigned index)
+{
+    unsigned count = atomic_load_explicit(&arena_count, memory_order_relaxed);
+    while (count <= index &&
+           !atomic_compare_exchange_weak_explicit(&arena_count, &count, index + 1,
+                                                  memory_order_release, memory_order_relaxed))
+        ;
+}
+
+static struct arena *arena_map(void)
+{
+    struct arena *a = os_map(sizeof(struct arena), OS_PAGE_SIZE);
+    if (!a)
+        return NULL;
+    a->buddy = buddy_create(NULL, ARENA_SIZE, ARENA_MIN_CHUNK, ARENA_MAX_CHUNK, BUDDY_PACKED);
+    if (!a->buddy) {
+        os_unmap(a, sizeof(struct arena));
+        return NULL;
+    }
+    a->base = buddy_base(a->buddy);
+    return a;
+}
+
+static void arena_unmap(struct arena *a)
+{
+    buddy_destroy(a->buddy);
+    os_unmap(a, sizeof(struct arena));
+}
+
+/* Maps one more arena into the first free slot of the table and allocates from it. A
+ * slot found filled (its arena is new: some thread just won it) is tried first, and a
+ * thread goes on to the next slot when an arena cannot serve it, also when it is the one
+ * it just installed (other threads took that arena's memory meanwhile: progress), so a
+ * stopped thread costs others at most the arena it installed, never a failure. */
 static void *alloc_from_new_arena(size_t chunk)
 {
-    struct arena *fresh = os_map(sizeof(struct arena), OS_PAGE_SIZE);
-    if (!fresh)
-        return NULL;
-    fresh->buddy = buddy_create(NULL, ARENA_SIZE, ARENA_MIN_CHUNK, ARENA_MAX_CHUNK,
-                                BUDDY_PACKED);
-    if (!fresh->buddy) {
-        os_unmap(fresh, sizeof(struct arena));
-        return NULL;
-    }
-    fresh->base = buddy_base(fresh->buddy);
+    struct arena *fresh = NULL;
+    void *p = NULL;
     for (unsigned index = atomic_load_explicit(&arena_count, memory_order_acquire);
-         index < ARENA_MAX; index++) {
-        struct arena *expected = NULL;
-        /* Release publishes the arena's fields with it. */
-        if (atomic_compare_exchange_strong_explicit(&arenas[index], &expected, fresh,
-                                                    memory_order_release,
-                                                    memory_order_acquire)) {
-            unsigned count = atomic_load_explicit(&arena_count, memory_order_relaxed);
-            /* Raise the count to cover our slot; a failure means someone raised it. */
-            while (count <= index &&
-                   !atomic_compare_exchange_weak_explicit(&arena_count, &count, index + 1,
-                                                          memory_order_release,
-                                                          memory_order_relaxed))
-                ;
+         !p && index < ARENA_MAX; index++) {
+        struct arena *a = arena_at(index);
+        if (!a) {
+            if (!fresh && !(fresh = arena_map()))
+                return NULL;
+            struct arena *expected = NULL;
+            /* Release publishes the arena's fields with it; acquire reads the winner's. */
+            if (atomic_compare_exchange_strong_explicit(&arenas[index], &expected, fresh,
+                                                        memory_order_release,
+                                                        memory_order_acquire)) {
+                a = fresh;
+                fresh = NULL;
+                LFH_PARK(ARENA_SLOT_WON);
+            } else {
+                a = expected;
+            }
+        }
+        arena_count_cover(index);
+        p = buddy_alloc(a->buddy, chunk);
+        if (p)
             arena_hint = index;
-            return buddy_alloc(fresh->buddy, chunk);
-        }
-        void *p = buddy_alloc(expected->buddy, chunk);
-        if (p) {
-            buddy_destroy(fresh->buddy);
-            os_unmap(fresh, sizeof(struct arena));
-            return p;
-        }
     }
-    buddy_destroy(fresh->buddy);
-    os_unmap(fresh, sizeof(struct arena));
-    return NULL;
+    if (fresh)
+        arena_unmap(fresh);
+    return p;
 }
 
 void *arena_alloc(size_t size, bool *zeroed)
@@ -325,3 +357,23 @@ void arena_free(void *chunk, size_t size)
     dirty_push_chain(chunk_order(arena_chunk_size(size)), id, id);
     arena_tick();
 }
+
+#ifdef LFHEAP_PARKING
+unsigned arena_busy_count(void)
+{
+    unsigned busy = 0;
+    for (unsigned index = 0; index < ARENA_MAX; index++) {
+        struct arena *a = arena_at(index);
+        if (!a)
+            continue;
+        /* A whole-arena chunk is free only if every chunk of the arena was released and
+         * coalesced (buddy.h); give it straight back. */
+        void *whole = buddy_alloc(a->buddy, ARENA_SIZE);
+        if (whole)
+            buddy_free(a->buddy, whole);
+        else
+            busy++;
+    }
+    return busy;
+}
+#endif

@@ -52,6 +52,7 @@
 
 #include "lfheap_buddy.h"
 #include "os.h"
+#include "park.h"
 
 #ifndef LFH_UNLIKELY
 #define LFH_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -346,6 +347,7 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigne
                 packed_locate_parent(b, child, child_level, &up);
                 uint64_t bit = (uint64_t)side_coal(child) << up.shift;
                 BUDDY_CHAOS();
+                LFH_PARK(BUDDY_FREE_CLIMB);
                 /* F9-F14 as a fetch-or, as in the 1-level tree; same order and reason. */
                 uint64_t old = atomic_fetch_or_explicit(up.word, bit, memory_order_acq_rel);
                 unsigned val = (unsigned)(old >> up.shift) & SLOT_MASK;
@@ -358,6 +360,7 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigne
         }
     }
     BUDDY_CHAOS();
+    LFH_PARK(BUDDY_FREE_MARKED);
     /* F20 as a fetch-and: the word is shared with the other nodes of the bunch.
      * acq_rel: release pairs with the acquire of the next T2 on these slots (our accesses
      * to the chunk happen before the next owner's); acquire lets the release whose
@@ -389,6 +392,7 @@ static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level,
                 return;
             new_word = word & ~clear; /* U10 */
             BUDDY_CHAOS();
+            LFH_PARK(BUDDY_UNMARK);
             /* U11. acq_rel, as in the 1-level tree: release hands the merged memory to
              * the allocation that takes it; a failure means another thread changed the
              * bunch: retry (lock-free). */
@@ -426,6 +430,7 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
         uint64_t coal = (uint64_t)side_coal(child) << up.shift;
         uint64_t mark = (uint64_t)side_occ(child) << up.shift;
         BUDDY_CHAOS();
+        LFH_PARK(BUDDY_ALLOC_CLIMB);
         /* T9. relaxed: the CAS validates it. */
         word = atomic_load_explicit(up.word, memory_order_relaxed);
         do {

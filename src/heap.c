@@ -17,6 +17,7 @@
 #include "arena.h"
 #include "os.h"
 #include "pagemap.h"
+#include "park.h"
 
 #include <errno.h>
 #include <string.h>
@@ -96,6 +97,7 @@ static struct descriptor *stack_pop(_Atomic uint64_t *head)
         /* The descriptor may be popped and reused meanwhile; then the version in the head
          * has moved on and the CAS below fails, so a stale `next` is never installed. */
         uint32_t next = atomic_load_explicit(&d->next, memory_order_relaxed);
+        LFH_PARK(HEAP_STACK_POP);
         if (atomic_compare_exchange_weak_explicit(head, &old, stack_head(next, old),
                                                   memory_order_acquire, memory_order_acquire))
             return d;
@@ -111,6 +113,7 @@ static struct descriptor *desc_alloc(void)
     /* Relaxed: the counter only hands out distinct indices; the chunk's publication is
      * ordered by its own CAS. */
     uint32_t index = atomic_fetch_add_explicit(&desc_high_water, 1, memory_order_relaxed) + 1;
+    LFH_PARK(HEAP_DESC_FRESH);
     uint32_t chunk_index = index >> DESC_CHUNK_SHIFT;
     if (chunk_index >= DESC_CHUNK_COUNT)
         return NULL;
@@ -121,6 +124,7 @@ static struct descriptor *desc_alloc(void)
         struct descriptor *fresh = os_map(bytes, OS_PAGE_SIZE);
         if (!fresh)
             return NULL; /* this index is lost; indices are plentiful */
+        LFH_PARK(HEAP_DESC_CHUNK);
         /* Release publishes the zeroed chunk; on failure adopt the winner's chunk. */
         if (atomic_compare_exchange_strong_explicit(&desc_chunks[chunk_index], &chunk, fresh,
                                                     memory_order_release,
@@ -234,6 +238,7 @@ static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_
             desc_retire(d);
             return false;
         }
+        LFH_PARK(HEAP_TAKE_CAS);
         /* A failed CAS means blocks were added: someone else made progress. */
     } while (!atomic_compare_exchange_weak_explicit(&d->anchor, &old, taken, memory_order_acquire,
                                                     memory_order_acquire));
@@ -254,9 +259,11 @@ bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out)
     for (unsigned i = 0; i < HEAP_SHARDS; i++) {
         _Atomic uint64_t *shard = partial_shard(cls, tid + i);
         struct descriptor *d;
-        while ((d = stack_pop(shard)) != NULL)
+        while ((d = stack_pop(shard)) != NULL) {
+            LFH_PARK(HEAP_FILL_POPPED);
             if (superblock_take_all(d, tid, out))
                 return true;
+        }
     }
     return superblock_new(cls, tid, out);
 }
@@ -285,6 +292,7 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
         uint32_t tail = bump ? bump_index : anchor_tail(old);
         unsigned state = new_count == d->max_count ? ANCHOR_EMPTY : ANCHOR_PARTIAL;
         new = anchor_make(state, avail, new_count, tail);
+        LFH_PARK(HEAP_GIVE_BACK_CAS);
         /* Release publishes the links written into the blocks to the thread that takes
          * them (its acquire CAS); acquire makes a thread whose give-back empties the
          * superblock see every earlier give-back's writes before it hands the pages on
@@ -297,6 +305,7 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
          * the partial stack and leaks it; here it is released in both cases. From the
          * CAS on, `d` may only be touched if it is on no stack (old state FULL). */
         bool on_stack = anchor_state(old) != ANCHOR_FULL;
+        LFH_PARK(HEAP_EMPTY_UNRELEASED);
         pages_release(start, size, false);
         if (!on_stack)
             desc_retire(d);

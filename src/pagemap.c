@@ -6,6 +6,7 @@
 #include "pagemap.h"
 
 #include "os.h"
+#include "park.h"
 
 /* All zero, so it lives in .bss: the zero leaf costs address space only, and the
  * sentinel's owner is HEAP_OWNER_NONE (0). */
@@ -26,6 +27,7 @@ static pagemap_entry *pagemap_leaf(size_t root_index)
     if (!fresh)
         return NULL;
     uintptr_t fresh_offset = (uintptr_t)fresh - (uintptr_t)pagemap.zero_leaf;
+    LFH_PARK(PAGEMAP_LEAF_MAPPED);
     /* Release publishes the (zeroed) leaf; acquire on failure reads the winner's leaf. */
     if (atomic_compare_exchange_strong_explicit(&pagemap.root[root_index], &offset,
                                                 fresh_offset, memory_order_release,

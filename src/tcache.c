@@ -6,6 +6,7 @@
 #include "tcache.h"
 
 #include "pagemap.h"
+#include "park.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -95,6 +96,7 @@ static void tcache_setup(struct tcache *tc)
 {
     struct tcache *orphan = orphan_take();
     if (orphan) {
+        LFH_PARK(TCACHE_ADOPT_TAKEN);
         *tc = *orphan;
         tcache_register_exit(tc);
         release_block(orphan); /* the copy lived in a block the orphan owned: now ours */
@@ -180,6 +182,7 @@ static void flush_remote(struct tcache *tc)
     void *list = tc->remote_head;
     tc->remote_head = NULL;
     tc->remote_count = 0;
+    LFH_PARK(TCACHE_REMOTE_CUT);
     give_back_list(list);
 }
 
@@ -277,6 +280,7 @@ void tcache_flush(void *block)
     }
     bin->credit = (int32_t)(cold->limit - keep);
     cold->last_event = TCACHE_EVENT_FLUSH;
+    LFH_PARK(TCACHE_FLUSH_CUT);
     give_back_list(rest);
 }
 
@@ -334,6 +338,7 @@ static bool tcache_orphan(struct tcache *tc)
     if (!copy)
         return false;
     *copy = *tc;
+    LFH_PARK(TCACHE_EXIT_COPIED);
     for (unsigned i = 0; i < TCACHE_ORPHAN_SLOTS; i++) {
         struct tcache *expected = NULL;
         /* Release publishes the copy to the adopting thread's acquire exchange. */

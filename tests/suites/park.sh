@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Parking points (issue 6): a thread stopped at any of the named points inside lfheap's
+# slow paths (src/park.h) never blocks the others: tests/test_parking.c, linked with the
+# parking variant, parks a thread at each point in turn while other threads complete a
+# million operations of every kind (one PASS/FAIL line per point), and again under
+# ThreadSanitizer with fewer operations. Then the check that the release libraries carry
+# no trace of the points. With LFHEAP_TEST_LONG set (make test-long) it also runs the
+# long variants: ten times the operations per point.
+set -u
+cd "$(dirname "$0")/../.."
+
+run() {
+    local name=$1
+    shift
+    local out status
+    out=$("$@" 2>&1)
+    status=$?
+    printf '%s\n' "$out" | sed -e "s/^PASS /PASS $name: /" -e "s/^FAIL /FAIL $name: /"
+    if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL '; then
+        echo "FAIL $name (exit status $status)"
+    fi
+}
+
+export TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}"
+run park build/t-park/test_parking 1000000
+run park-tsan build/t-park-tsan/test_parking 30000
+if [ -n "${LFHEAP_TEST_LONG:-}" ]; then
+    run park-long build/t-park/test_parking 10000000
+    run park-tsan-long build/t-park-tsan/test_parking 300000
+fi
+
+# The release libraries (and the prefix one) have no symbol of the parking points; the
+# parking variant has them, which shows the pattern would find them.
+pattern='(^| )park_(hook|point_names|reach)$'
+traces=$(nm build/liblfheap.so build/liblfheap.a build/liblfheap-prefix.a 2>/dev/null |
+         grep -E "$pattern" || true)
+if [ -z "$traces" ] && nm build/liblfheap-parking.a | grep -qE "$pattern"; then
+    echo "PASS park-release-has-no-trace"
+else
+    echo "FAIL park-release-has-no-trace: $traces"
+fi

@@ -1,0 +1,758 @@
+/*
+ * Parking points (issue 6): a thread stopped anywhere inside lfheap's slow paths never
+ * blocks the other threads. Linked with the parking variant (src/park.h), whose hook this
+ * test installs. For each point in turn:
+ *   1. a victim thread runs a workload made to reach the point (with helper threads of
+ *      its own for the thread-exit points) until it gets there; the hook then parks it
+ *      on a semaphore, inside lfheap (a point the workload cannot reach is a FAIL);
+ *   2. worker threads complete their operations of every kind while it stays parked:
+ *      malloc and free of small, medium and large blocks, blocks of a whole arena and
+ *      beyond, remote frees through a shared exchange, realloc, the aligned routines,
+ *      calloc, malloc_trim, and threads that start and exit. Every block carries a
+ *      pattern that is checked before it is freed, every allocation must succeed. A
+ *      watchdog turns a worker that stops making progress into a FAIL that names the
+ *      point, instead of a hang;
+ *   3. the victim is released and finishes its workload; then every block is freed and
+ *      every cache flushed, and every arena must be entirely free again inside its buddy
+ *      (arena_busy_count: no chunk lost), and the heap must still work.
+ *
+ * Usage: test_parking [operations per point [point name ...]]
+ */
+#include "lfheap.h"
+#include "testutil.h"
+
+#include "arena.h"
+#include "park.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WORKERS        3
+#define WORKER_SLOTS   512
+#define CHILD_SLOTS    64
+#define CHILD_OPS      300
+#define EXCHANGE_SLOTS 256
+#define MIB            ((size_t)1 << 20)
+/* Bytes of a block that carry the pattern: its head and its tail. */
+#define HEAD_BYTES 256
+#define TAIL_BYTES 64
+/* How long the victim may take to reach a point, and how long a worker may go without
+ * finishing an operation before it counts as blocked. */
+#define REACH_SECONDS 120
+#define HANG_SECONDS  60
+
+enum op_kind {
+    OP_SMALL,
+    OP_MEDIUM,
+    OP_LARGE,
+    OP_FREE,
+    OP_REALLOC,
+    OP_ALIGNED,
+    OP_CALLOC,
+    OP_REMOTE,
+    OP_TRIM,
+    OP_THREAD,
+    OP_ARENA_SIZED,
+    OP_OS_SIZED,
+    OP_KINDS
+};
+
+static const char *const op_names[OP_KINDS] = {"small",   "medium",  "large",       "free",
+                                               "realloc", "aligned", "calloc",      "remote",
+                                               "trim",    "thread",  "arena-sized", "os-sized"};
+
+/* ---- the hook ---------------------------------------------------------------------- */
+
+enum { PARK_WAITING, PARK_PARKED, PARK_RELEASED };
+
+static _Atomic int armed = -1; /* the point to park the victim at; -1: none */
+static _Atomic int park_state; /* PARK_* for the current point */
+static _Atomic uint64_t hits[PARK_POINT_COUNT];
+static __thread bool in_victim; /* the victim and its helper threads */
+static sem_t parked_sem, release_sem;
+
+static void park_here(enum park_point point)
+{
+    atomic_fetch_add_explicit(&hits[point], 1, memory_order_relaxed);
+    if (!in_victim || (int)point != atomic_load(&armed)) return;
+    int expected = PARK_WAITING;
+    if (!atomic_compare_exchange_strong(&park_state, &expected, PARK_PARKED)) return;
+    sem_post(&parked_sem);
+    while (sem_wait(&release_sem) != 0)
+        ;
+}
+
+/* ---- failures ---------------------------------------------------------------------- */
+
+static _Atomic long failures;
+static const char *current_point = "";
+
+static void fail(const char *fmt, ...)
+{
+    if (atomic_fetch_add(&failures, 1) >= 20) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", current_point);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- patterns ---------------------------------------------------------------------- */
+
+static uint64_t next_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+static inline uint64_t pattern_word(uint64_t seed, size_t offset)
+{
+    return (seed ^ offset) * 0x9E3779B97F4A7C15ull;
+}
+
+/* Writes (or counts the bytes that differ from) the pattern of `seed` in [from, to);
+ * zero checks for zeros instead. Byte i is byte i % 8 of the word of its 8-byte group,
+ * so whole words and single bytes agree. */
+static size_t pattern_range(unsigned char *p, size_t from, size_t to, uint64_t seed, bool check,
+                            bool zero)
+{
+    size_t bad = 0;
+    for (size_t i = from; i < to;) {
+        uint64_t word = zero ? 0 : pattern_word(seed, i & ~(size_t)7);
+        if ((i & 7) == 0 && i + 8 <= to) {
+            uint64_t *w = (uint64_t *)(void *)(p + i);
+            if (!check)
+                *w = word;
+            else if (*w != word)
+                bad++;
+            i += 8;
+        } else {
+            unsigned char byte = (unsigned char)(word >> ((i & 7) * 8));
+            if (!check)
+                p[i] = byte;
+            else if (p[i] != byte)
+                bad++;
+            i++;
+        }
+    }
+    return bad;
+}
+
+/* The pattern covers a block's head and tail (all of a small block). */
+static size_t pattern(unsigned char *p, size_t size, uint64_t seed, bool check, bool zero)
+{
+    size_t head = size < HEAD_BYTES ? size : HEAD_BYTES;
+    size_t tail = size - head < TAIL_BYTES ? head : size - TAIL_BYTES;
+    return pattern_range(p, 0, head, seed, check, zero) +
+           pattern_range(p, tail, size, seed, check, zero);
+}
+
+/* ---- actors: threads running the operation mix ------------------------------------- */
+
+struct rec {
+    unsigned char *p;
+    size_t size;
+    uint64_t seed;
+};
+
+struct actor {
+    struct rec *slots;
+    unsigned slot_count;
+    uint64_t rng;
+    bool worker; /* runs the rare operations too */
+    long ops;
+    long kinds[OP_KINDS];
+    _Atomic long progress; /* operations done, read by the watchdog */
+    _Atomic bool done;
+    pthread_t thread;
+};
+
+static _Atomic(unsigned char *) exchange[EXCHANGE_SLOTS];
+static _Atomic long threads_started;
+
+static bool take(struct actor *a, struct rec *r, void *p, size_t size, size_t align,
+                 const char *what)
+{
+    if (r->p) fail("%s: the test overwrote a live block (a test bug)", what);
+    if (!p) {
+        fail("%s of %zu bytes returned NULL (errno %d)", what, size, errno);
+        return false;
+    }
+    if ((uintptr_t)p % align)
+        fail("%s of %zu bytes at %p is not %zu-aligned", what, size, p, align);
+    if (lfh_malloc_usable_size(p) < size)
+        fail("%s: usable size %zu < %zu", what, lfh_malloc_usable_size(p), size);
+    r->p = p;
+    r->size = size;
+    r->seed = next_random(&a->rng);
+    pattern(r->p, r->size, r->seed, false, false);
+    return true;
+}
+
+static void release(struct rec *r)
+{
+    if (!r->p) return;
+    if (pattern(r->p, r->size, r->seed, true, false))
+        fail("block of %zu bytes at %p corrupted", r->size, (void *)r->p);
+    lfh_free(r->p);
+    r->p = NULL;
+}
+
+static size_t small_size(uint64_t r)
+{
+    return (r >> 8) % 1025; /* 0 too: a unique block */
+}
+
+static size_t medium_size(uint64_t r)
+{
+    return 1025 + (r >> 8) % (32768 - 1024);
+}
+
+static size_t large_size(uint64_t r)
+{
+    /* Mostly up to 256 KiB, some up to 4 MiB. */
+    size_t top = (r & 0x70) ? 256 * 1024 : 4 * MIB;
+    return 32769 + (r >> 8) % (top - 32768);
+}
+
+static size_t any_size(uint64_t r)
+{
+    unsigned pick = (unsigned)(r >> 56) % 16;
+    return pick < 10 ? small_size(r) : pick < 15 ? medium_size(r) : large_size(r);
+}
+
+static void exchange_release(unsigned char *p)
+{
+    size_t size;
+    uint64_t seed;
+    memcpy(&size, p, sizeof size);
+    memcpy(&seed, p + 8, sizeof seed);
+    if (pattern(p + 16, size - 16, seed, true, false))
+        fail("exchanged block of %zu bytes at %p corrupted", size, (void *)p);
+    lfh_free(p);
+}
+
+static void op_remote(struct actor *a, uint64_t r)
+{
+    size_t size = (r & 0xf00) ? 16 + (r >> 16) % 2048 : 16 + (r >> 16) % 40000;
+    unsigned char *p = lfh_malloc(size);
+    if (!p) {
+        fail("malloc(%zu) for the exchange returned NULL", size);
+        return;
+    }
+    uint64_t seed = next_random(&a->rng);
+    memcpy(p, &size, sizeof size);
+    memcpy(p + 8, &seed, sizeof seed);
+    pattern(p + 16, size - 16, seed, false, false);
+    /* Most blocks are then freed by another thread than the one that allocated them. */
+    unsigned char *prev = atomic_exchange(&exchange[(r >> 40) % EXCHANGE_SLOTS], p);
+    if (prev) exchange_release(prev);
+}
+
+static void op_realloc(struct actor *a, struct rec *r, uint64_t rnd)
+{
+    size_t size = any_size(next_random(&a->rng)) + 1; /* realloc(p, 0) would free */
+    if (!r->p) {
+        take(a, r, lfh_realloc(NULL, size), size, 16, "realloc(NULL)");
+        return;
+    }
+    if (pattern(r->p, r->size, r->seed, true, false))
+        fail("block of %zu bytes corrupted before realloc", r->size);
+    void *p = (rnd & 1) ? lfh_realloc(r->p, size) : lfh_reallocarray(r->p, 1, size);
+    if (!p) {
+        fail("realloc(%zu -> %zu) returned NULL (errno %d)", r->size, size, errno);
+        return;
+    }
+    size_t kept = r->size < size ? r->size : size;
+    if (kept > HEAD_BYTES) kept = HEAD_BYTES;
+    if (pattern_range(p, 0, kept, r->seed, true, false))
+        fail("realloc(%zu -> %zu) lost the contents", r->size, size);
+    r->p = NULL;
+    take(a, r, p, size, 16, "realloc");
+}
+
+static void op_aligned(struct actor *a, struct rec *r, uint64_t rnd)
+{
+    size_t align = (size_t)1 << (4 + (rnd >> 8) % 13); /* 16 B .. 64 KiB */
+    size_t size = (rnd & 0x70000) ? any_size(next_random(&a->rng)) : small_size(rnd >> 20);
+    void *p = NULL;
+    switch ((rnd >> 32) % 4) {
+    case 0:
+        if (lfh_posix_memalign(&p, align, size) != 0) p = NULL;
+        break;
+    case 1:
+        p = lfh_aligned_alloc(align, size);
+        break;
+    case 2:
+        p = lfh_memalign(align, size);
+        break;
+    default:
+        align = 4096;
+        p = lfh_valloc(size);
+        break;
+    }
+    take(a, r, p, size, align, "aligned allocation");
+}
+
+static void op_calloc(struct actor *a, struct rec *r, uint64_t rnd)
+{
+    size_t count = 1 + (rnd >> 8) % 8;
+    size_t each = (rnd & 0x3f0000) ? 1 + (rnd >> 24) % 512 : 1 + (rnd >> 24) % 40000;
+    unsigned char *p = lfh_calloc(count, each);
+    if (p && pattern(p, count * each, 0, true, true))
+        fail("calloc(%zu, %zu) is not zeroed", count, each);
+    take(a, r, p, count * each, 16, "calloc");
+}
+
+static void *child_main(void *arg);
+
+static void op_thread(struct actor *a)
+{
+    struct actor *child = calloc(1, sizeof *child);
+    REQUIRE(child);
+    child->rng = next_random(&a->rng) | 1;
+    child->slot_count = CHILD_SLOTS;
+    child->ops = CHILD_OPS;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, child_main, child) == 0);
+    atomic_fetch_add(&threads_started, 1);
+    pthread_join(t, NULL);
+    free(child);
+}
+
+/* A block as big as an arena (a whole buddy), or beyond (its own mapping). */
+static void op_huge(struct actor *a, size_t size)
+{
+    struct rec r = {0};
+    if (take(a, &r, lfh_malloc(size), size, 16, "huge malloc")) release(&r);
+}
+
+static void run_op(struct actor *a)
+{
+    uint64_t rnd = next_random(&a->rng);
+    struct rec *r = &a->slots[(rnd >> 48) % a->slot_count];
+    unsigned pick = (unsigned)(rnd % 1000);
+    enum op_kind kind = pick < 300   ? OP_SMALL
+                        : pick < 400 ? OP_MEDIUM
+                        : pick < 415 ? OP_LARGE
+                        : pick < 560 ? OP_FREE
+                        : pick < 660 ? OP_REALLOC
+                        : pick < 730 ? OP_ALIGNED
+                        : pick < 790 ? OP_CALLOC
+                                     : OP_REMOTE;
+    if (kind != OP_REALLOC && kind != OP_REMOTE) release(r);
+    switch (kind) {
+    case OP_SMALL:
+    case OP_MEDIUM:
+    case OP_LARGE: {
+        size_t size = kind == OP_SMALL    ? small_size(rnd)
+                      : kind == OP_MEDIUM ? medium_size(rnd)
+                                          : large_size(rnd);
+        take(a, r, lfh_malloc(size), size, 16, "malloc");
+        break;
+    }
+    case OP_REALLOC:
+        op_realloc(a, r, rnd);
+        break;
+    case OP_ALIGNED:
+        op_aligned(a, r, rnd);
+        break;
+    case OP_CALLOC:
+        op_calloc(a, r, rnd);
+        break;
+    case OP_REMOTE:
+        op_remote(a, rnd);
+        break;
+    default:
+        break;
+    }
+    a->kinds[kind]++;
+}
+
+/* Whether the rare operation with period `every` is due at operation i of n: at least
+ * twice in every run, `phase` eighths into its period. */
+static bool due(long i, long n, long every, long phase)
+{
+    long period = every < n / 2 ? every : n / 2 > 0 ? n / 2 : 1;
+    return i % period == period * phase / 8;
+}
+
+static void run_actor(struct actor *a)
+{
+    for (long i = 0; i < a->ops; i++) {
+        run_op(a);
+        if (a->worker) {
+            if (due(i, a->ops, 50000, 1)) {
+                lfh_malloc_trim(0);
+                a->kinds[OP_TRIM]++;
+            }
+            if (due(i, a->ops, 20000, 3)) {
+                op_thread(a);
+                a->kinds[OP_THREAD]++;
+            }
+            if (due(i, a->ops, 200000, 0)) {
+                op_huge(a, ARENA_SIZE);
+                a->kinds[OP_ARENA_SIZED]++;
+            }
+            if (due(i, a->ops, 400000, 0)) {
+                op_huge(a, ARENA_SIZE + 1 + (size_t)(i % 64) * MIB);
+                a->kinds[OP_OS_SIZED]++;
+            }
+        }
+        atomic_store_explicit(&a->progress, i + 1, memory_order_relaxed);
+    }
+    for (unsigned s = 0; s < a->slot_count; s++)
+        release(&a->slots[s]);
+}
+
+static void *child_main(void *arg)
+{
+    struct actor *a = arg;
+    struct rec slots[CHILD_SLOTS] = {{0}};
+    a->slots = slots;
+    run_actor(a);
+    return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+    struct actor *a = arg;
+    run_actor(a);
+    atomic_store(&a->done, true);
+    return NULL;
+}
+
+/* ---- the victim -------------------------------------------------------------------- */
+
+static _Atomic bool victim_done;
+
+/* Once it has been parked (or the test gave up waiting), the victim finishes. */
+static bool victim_should_stop(void)
+{
+    return atomic_load(&park_state) != PARK_WAITING;
+}
+
+struct helper {
+    uint64_t seed;
+    struct rec blocks[200];
+};
+
+/* A helper of the victim: allocates blocks for the victim to free (remote frees: the
+ * helper owns their superblocks) and exits (its cache is left for the next helper). */
+static void *victim_helper(void *arg)
+{
+    in_victim = true;
+    struct helper *h = arg;
+    for (unsigned i = 0; i < 200; i++) {
+        size_t size = 16 + (size_t)(next_random(&h->seed) % 3000);
+        unsigned char *p = lfh_malloc(size);
+        if (!p) {
+            fail("victim helper: malloc(%zu) returned NULL", size);
+            continue;
+        }
+        h->blocks[i] = (struct rec){p, size, h->seed};
+        pattern(p, size, h->seed, false, false);
+    }
+    return NULL;
+}
+
+static void victim_helpers(uint64_t *rng)
+{
+    for (int round = 0; round < 3 && !victim_should_stop(); round++) {
+        struct helper *h = calloc(1, sizeof *h);
+        REQUIRE(h);
+        h->seed = next_random(rng) | 1;
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, victim_helper, h) == 0);
+        pthread_join(t, NULL);
+        for (unsigned i = 0; i < 200; i++)
+            release(&h->blocks[i]);
+        free(h);
+    }
+}
+
+/* Holds blocks of `size` until the victim is parked (or `cap` blocks): what it takes to
+ * reach the points behind growth (fresh descriptors, a new arena, a new page-map leaf). */
+static void victim_grow(size_t size, size_t align, unsigned cap)
+{
+    void **held = calloc(cap, sizeof *held);
+    REQUIRE(held);
+    unsigned n = 0;
+    while (n < cap && !victim_should_stop()) {
+        void *p = lfh_memalign(align, size);
+        if (!p) {
+            fail("victim: memalign(%zu, %zu) returned NULL", align, size);
+            break;
+        }
+        if (lfh_malloc_usable_size(p) < size) /* registered in the page map */
+            fail("victim: usable size %zu < %zu", lfh_malloc_usable_size(p), size);
+        held[n++] = p;
+    }
+    while (n)
+        lfh_free(held[--n]);
+    free(held);
+}
+
+/* Large blocks, half of them freed and allocated again (dirty chunks reused). */
+static void victim_large(struct actor *a)
+{
+    struct rec blocks[32] = {{0}};
+    for (unsigned step = 1; step <= 2; step++) {
+        for (unsigned i = 0; i < 32; i += step) {
+            size_t size = large_size(next_random(&a->rng));
+            take(a, &blocks[i], lfh_malloc(size), size, 16, "victim malloc");
+        }
+        for (unsigned i = 0; i < 32; i += 2)
+            release(&blocks[i]);
+    }
+    for (unsigned i = 0; i < 32; i++)
+        release(&blocks[i]);
+}
+
+static void *victim_main(void *arg)
+{
+    in_victim = true;
+    struct actor *a = arg;
+    int point = atomic_load(&armed);
+    while (!victim_should_stop()) {
+        if (point == PARK_HEAP_DESC_FRESH || point == PARK_HEAP_DESC_CHUNK)
+            victim_grow(8192, 8192, 200000); /* a descriptor per 8 KiB chunk */
+        else if (point == PARK_ARENA_SLOT_WON)
+            victim_grow(ARENA_SIZE, 16, 64); /* an arena per block */
+        else if (point == PARK_PAGEMAP_LEAF_MAPPED)
+            victim_grow((size_t)1 << 30, 16, 32); /* a leaf covers 4 GiB */
+        for (int i = 0; i < 2000 && !victim_should_stop(); i++)
+            run_op(a);
+        for (unsigned s = 0; s < a->slot_count; s++)
+            release(&a->slots[s]);
+        if (!victim_should_stop()) victim_helpers(&a->rng);
+        if (!victim_should_stop()) victim_large(a);
+        if (!victim_should_stop()) lfh_malloc_trim(0);
+    }
+    for (unsigned s = 0; s < a->slot_count; s++)
+        release(&a->slots[s]);
+    atomic_store(&victim_done, true);
+    return NULL;
+}
+
+/* ---- one point --------------------------------------------------------------------- */
+
+static void drain_exchange(void)
+{
+    for (unsigned i = 0; i < EXCHANGE_SLOTS; i++) {
+        unsigned char *p = atomic_exchange(&exchange[i], NULL);
+        if (p) exchange_release(p);
+    }
+}
+
+static void hang(const char *what, long done, long total)
+{
+    printf("FAIL %s: %s made no progress for %d s (%ld of %ld operations done) while a "
+           "thread was parked there\n",
+           current_point, what, HANG_SECONDS, done, total);
+    fflush(stdout);
+    _exit(1);
+}
+
+/* Waits for the workers, failing (and exiting) when one stops making progress. */
+static void watch_workers(struct actor *workers, long per_worker)
+{
+    long last[WORKERS];
+    double since[WORKERS];
+    for (int w = 0; w < WORKERS; w++) {
+        last[w] = -1;
+        since[w] = now_s();
+    }
+    for (;;) {
+        bool all_done = true;
+        for (int w = 0; w < WORKERS; w++) {
+            if (atomic_load(&workers[w].done)) continue;
+            all_done = false;
+            long progress = atomic_load_explicit(&workers[w].progress, memory_order_relaxed);
+            if (progress != last[w]) {
+                last[w] = progress;
+                since[w] = now_s();
+            } else if (now_s() - since[w] > HANG_SECONDS) {
+                hang("a worker", progress, per_worker);
+            }
+        }
+        if (all_done) return;
+        usleep(20000);
+    }
+}
+
+/* The heap still works: a few blocks of every size range, checked. */
+static bool heap_works(void)
+{
+    static const size_t sizes[] = {1, 100, 5000, 40000, 3 * MIB, ARENA_SIZE + 4096};
+    bool ok = true;
+    for (unsigned i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        unsigned char *p = lfh_malloc(sizes[i]);
+        if (!p) {
+            ok = false;
+            continue;
+        }
+        pattern(p, sizes[i], i + 1, false, false);
+        if (pattern(p, sizes[i], i + 1, true, false)) ok = false;
+        lfh_free(p);
+    }
+    return ok;
+}
+
+static bool run_point(int point, long ops)
+{
+    current_point = park_point_names[point];
+    long failed_before = atomic_load(&failures);
+    long threads_before = atomic_load(&threads_started);
+    atomic_store(&park_state, PARK_WAITING);
+    atomic_store(&victim_done, false);
+    atomic_store(&armed, point);
+
+    /* 1. The victim runs until it is parked at the point. */
+    static struct rec victim_slots[256];
+    memset(victim_slots, 0, sizeof victim_slots);
+    struct actor victim = {.slots = victim_slots, .slot_count = 256, .rng = 0x9E3779B9u + point};
+    pthread_t victim_thread;
+    double started = now_s();
+    REQUIRE(pthread_create(&victim_thread, NULL, victim_main, &victim) == 0);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += REACH_SECONDS;
+    while (sem_timedwait(&parked_sem, &deadline) != 0) {
+        if (errno == EINTR) continue;
+        /* Give up, unless the victim parks at this very moment. */
+        int expected = PARK_WAITING;
+        if (atomic_compare_exchange_strong(&park_state, &expected, PARK_RELEASED)) {
+            printf("FAIL %s: the victim's workload did not reach the point in %d s\n",
+                   current_point, REACH_SECONDS);
+            pthread_join(victim_thread, NULL);
+            atomic_store(&armed, -1);
+            drain_exchange();
+            return false;
+        }
+        sem_wait(&parked_sem);
+        break;
+    }
+    double parked_at = now_s();
+    uint64_t hits_parked = atomic_load(&hits[point]);
+
+    /* 2. The others work while it is parked. */
+    struct actor workers[WORKERS];
+    static struct rec worker_slots[WORKERS][WORKER_SLOTS];
+    long per_worker = ops / WORKERS > 0 ? ops / WORKERS : 1;
+    for (int w = 0; w < WORKERS; w++) {
+        memset(worker_slots[w], 0, sizeof worker_slots[w]);
+        memset(&workers[w], 0, sizeof workers[w]);
+        workers[w].slots = worker_slots[w];
+        workers[w].slot_count = WORKER_SLOTS;
+        workers[w].rng = 0x2545F4914F6CDD1Dull * (uint64_t)(point * WORKERS + w + 1) | 1;
+        workers[w].worker = true;
+        workers[w].ops = per_worker;
+        REQUIRE(pthread_create(&workers[w].thread, NULL, worker_main, &workers[w]) == 0);
+    }
+    watch_workers(workers, per_worker);
+    double workers_done_at = now_s();
+    uint64_t passed = atomic_load(&hits[point]) - hits_parked; /* by the others */
+    long kinds[OP_KINDS] = {0};
+    for (int w = 0; w < WORKERS; w++) {
+        pthread_join(workers[w].thread, NULL);
+        for (int k = 0; k < OP_KINDS; k++)
+            kinds[k] += workers[w].kinds[k];
+    }
+    bool still_parked = atomic_load(&park_state) == PARK_PARKED && !atomic_load(&victim_done);
+
+    /* 3. The victim finishes; then nothing may be left anywhere. */
+    atomic_store(&park_state, PARK_RELEASED);
+    sem_post(&release_sem);
+    double released_at = now_s();
+    while (!atomic_load(&victim_done)) {
+        if (now_s() - released_at > HANG_SECONDS) hang("the released victim", 0, 1);
+        usleep(10000);
+    }
+    pthread_join(victim_thread, NULL);
+    atomic_store(&armed, -1);
+    drain_exchange();
+    bool works = heap_works();
+    for (int i = 0; i < 100 && lfh_malloc_trim(0); i++)
+        ;
+    unsigned busy = arena_busy_count();
+
+    bool ok = true;
+    if (!still_parked) {
+        printf("FAIL %s: the victim was not parked while the workers ran\n", current_point);
+        ok = false;
+    }
+    for (int k = 0; k < OP_KINDS; k++)
+        if (kinds[k] == 0) {
+            printf("FAIL %s: the workers did no %s operation\n", current_point, op_names[k]);
+            ok = false;
+        }
+    if (busy) {
+        printf("FAIL %s: %u arena(s) not entirely free after everything was freed\n", current_point,
+               busy);
+        ok = false;
+    }
+    if (!works) {
+        printf("FAIL %s: the heap does not work after the victim finished\n", current_point);
+        ok = false;
+    }
+    long failed = atomic_load(&failures) - failed_before;
+    if (failed) {
+        printf("FAIL %s: %ld failed checks (see above)\n", current_point, failed);
+        ok = false;
+    }
+    if (ok) {
+        long total = 0;
+        for (int k = 0; k < OP_KINDS; k++)
+            total += kinds[k];
+        printf("PASS %s: a thread parked there after %.1f s; meanwhile %d workers did %ld "
+               "operations of %d kinds in %.1f s, passing the point %llu times, and %ld "
+               "threads started and exited; nothing lost\n",
+               current_point, parked_at - started, WORKERS, total, OP_KINDS,
+               workers_done_at - parked_at, (unsigned long long)passed,
+               atomic_load(&threads_started) - threads_before);
+    }
+    fflush(stdout);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    long ops = argc > 1 ? atol(argv[1]) : 1500000;
+    /* A short purge delay, so that purges run (and can be parked in) often. */
+    setenv("LFHEAP_PURGE_MS", "50", 1);
+    REQUIRE(sem_init(&parked_sem, 0, 0) == 0 && sem_init(&release_sem, 0, 0) == 0);
+    atomic_store_explicit(&park_hook, park_here, memory_order_release);
+    int failed = 0, ran = 0;
+    for (int point = 0; point < PARK_POINT_COUNT; point++) {
+        bool selected = argc <= 2;
+        for (int i = 2; i < argc; i++)
+            selected |= strcmp(argv[i], park_point_names[point]) == 0;
+        if (!selected) continue;
+        ran++;
+        if (!run_point(point, ops)) failed++;
+    }
+    if (ran == 0) {
+        printf("FAIL no parking point matches the names given\n");
+        return 1;
+    }
+    return failed ? 1 : 0;
+}
