@@ -14,7 +14,7 @@ WARN    := -Wall -Wextra -Werror
 CSTD    := -std=c11 -D_GNU_SOURCE
 LIBFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
             -fno-semantic-interposition -fno-stack-protector -fno-math-errno -Iinclude -Isrc
-LIB_SRC := $(wildcard src/*.c)
+LIB_SRC := $(wildcard src/*.c) $(wildcard src/*.S)
 LIB_HDR := $(wildcard src/*.h) $(wildcard include/*.h)
 
 # Library variants: name, extra flags. The release one overrides malloc; "prefix" exports
@@ -29,9 +29,14 @@ define variant_rules
 $(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile
 	@mkdir -p $$(@D)
 	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
-OBJS_$(1) := $$(patsubst src/%.c,$(BUILD)/obj/$(1)/%.o,$$(LIB_SRC))
+$(BUILD)/obj/$(1)/%.o: src/%.S Makefile
+	@mkdir -p $$(@D)
+	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
+OBJS_$(1) := $$(patsubst src/%,$(BUILD)/obj/$(1)/%.o,$$(basename $$(LIB_SRC)))
 endef
 $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
+# C++ exceptions unwind through the frames of operator new (src/api_cxx.c).
+$(foreach v,$(VARIANTS),$(BUILD)/obj/$(v)/api_cxx.o): LIBFLAGS += -fexceptions
 
 
 .SECONDEXPANSION:
@@ -76,7 +81,7 @@ test: all $(TEST_BINS)
 	bash tests/run.sh
 
 lint:
-	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.h
+	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.cc tests/*.h
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	    --suppress=missingIncludeSystem -D__GNUC__ -D__x86_64__ -Iinclude -Isrc src
 
