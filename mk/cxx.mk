@@ -1,9 +1,8 @@
 # C++ operator new and delete (src/api_cxx.c): tests/test_cxx.cc built with g++ and
 # clang++, linked with the shared and the static library and as a plain program to run
 # with lfheap preloaded (tests/suites/cxx.sh); with libc++ too where its headers are
-# installed (Debian: libc++-dev, libc++abi-dev).
-#   make fastpath-cxx   instructions per new/delete pair of a 16-byte object, against
-#                       malloc/free, with lfheap and with glibc (callgrind)
+# installed (Debian: libc++-dev, libc++abi-dev). tests/test_cxx_c.c is a C program that
+# calls the operators by their mangled names and loads tests/test_cxx_plugin.cc.
 CLANGXX    ?= clang++
 CXX_TEST_FLAGS := -std=c++17 $(WARN) -O1 -g -Iinclude -pthread -fsized-deallocation
 CXX_TEST_DEPS  := tests/test_cxx.cc tests/testutil.h include/lfheap.h mk/cxx.mk
@@ -28,8 +27,13 @@ $(BUILD)/t-cxx/test_cxx_c: tests/test_cxx_c.c tests/testutil.h include/lfheap.h 
                            $(BUILD)/liblfheap.so
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $< -o $@ $(CXX_LINKED)
+# ...and loads a C++ plugin with dlopen.
+$(BUILD)/t-cxx/libtest_cxx_plugin.so: tests/test_cxx_plugin.cc mk/cxx.mk
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(WARN) -O1 -g -fPIC -shared $< -o $@
 TEST_BINS += $(BUILD)/t-cxx/test_cxx $(BUILD)/t-cxx/test_cxx_static \
-             $(BUILD)/t-cxx/test_cxx_clang $(BUILD)/t-plain/test_cxx $(BUILD)/t-cxx/test_cxx_c
+             $(BUILD)/t-cxx/test_cxx_clang $(BUILD)/t-plain/test_cxx $(BUILD)/t-cxx/test_cxx_c \
+             $(BUILD)/t-cxx/libtest_cxx_plugin.so
 
 ifeq ($(HAVE_LIBCXX),yes)
 $(BUILD)/t-cxx/test_cxx_libcxx: $(CXX_TEST_DEPS) $(BUILD)/liblfheap.so
@@ -40,3 +44,4 @@ $(BUILD)/t-plain/test_cxx_libcxx: $(CXX_TEST_DEPS)
 	$(CLANGXX) -stdlib=libc++ $(CXX_TEST_FLAGS) -DTEST_PLAIN $< -o $@
 TEST_BINS += $(BUILD)/t-cxx/test_cxx_libcxx $(BUILD)/t-plain/test_cxx_libcxx
 endif
+

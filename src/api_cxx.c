@@ -12,8 +12,8 @@
  * references to two functions that libstdc++ and libc++/libc++abi both export under the
  * same names (they live in namespace std, outside libc++'s versioned namespace):
  * std::get_new_handler() (libstdc++ since GCC 4.9) and std::__throw_bad_alloc(). A weak
- * reference adds no NEEDED entry; the dynamic linker binds it to the runtime when the
- * program has one in its global scope and to null otherwise.
+ * reference adds no NEEDED entry; the dynamic linker binds it when it loads lfheap, to
+ * the runtime if the program has one in its global scope, and to null otherwise.
  *
  * Out of memory follows the standard ([new.delete.single]): while the allocation fails,
  * call the installed new-handler and try again; with none (left), the throwing forms
@@ -25,16 +25,18 @@
  * compiled with -fexceptions, so its frames have unwind tables and exceptions from the
  * handler or from __throw_bad_alloc unwind through them (there is nothing to clean up).
  * Without a C++ runtime no handler can have been installed, and a throwing form that
- * cannot throw writes a message and aborts. That happens only to a program without
- * libstdc++ or libc++ in its global scope: a C program calling the mangled names, a C++
- * runtime that a C program dlopen()s privately after start-up (weak references are bound
- * at load time), or a static link whose libstdc++.a pulls in no __throw_bad_alloc (weak
- * references pull in no archive member).
+ * cannot throw writes a message and aborts. That happens to a C program calling the
+ * mangled names; to C++ code that a C program loads with dlopen after start-up (its C++
+ * plugins, Python's extension modules), whose runtime came after the references were
+ * bound, so that its new-handler is not seen either (finding that runtime later would
+ * take the dynamic linker's lock); and to a static link whose libstdc++.a pulls in no
+ * __throw_bad_alloc (weak references pull in no archive member).
  *
- * Deletes ignore the size and the alignment: lfheap finds every block through its page
- * map, so a sized or aligned delete is correct for any block, whatever size it is given.
- * An alignment that is not a power of two (undefined in C++) fails at once, without the
- * new-handler, as libstdc++ does. Defined only in builds that define the standard names.
+ * Sized and aligned deletes go to free_sized and free_aligned_sized (the unsized aligned
+ * ones to free), which find the block through the page map: they are correct for any
+ * block lfheap handed out, whatever size they are given. An alignment that is not a power
+ * of two (undefined in C++) fails at once, without the new-handler, as libstdc++ does.
+ * Defined only in builds that define the standard names.
  */
 #ifndef LFHEAP_PREFIX_ONLY
 

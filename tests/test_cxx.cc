@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -301,6 +302,14 @@ static void every_aligned_form_hands_out_aligned_lfheap_memory(void)
         CHECK(intact(b.p, b.size < 4096 ? b.size : 4096, i));
         release_aligned(b.p, b.size, std::align_val_t(b.align), b.array, which++);
     }
+    /* Beyond an arena (64 MiB). */
+    for (int f = 0; f < FORM_COUNT; f++) {
+        auto align = std::align_val_t(size_t(1) << 27);
+        void *p = allocate_aligned(static_cast<new_form>(f), 100, align);
+        REQUIRE(p != nullptr);
+        CHECK(aligned(p, size_t(1) << 27) && lfheap_usable_size(p) >= 100);
+        release_aligned(p, 100, align, f == ARRAY || f == ARRAY_NOTHROW, which++);
+    }
 }
 
 /* lfheap's thread caches are LIFO: a block that delete gave back to lfheap is the next
@@ -328,6 +337,34 @@ static void every_delete_gives_the_block_back(void)
             void *r = ::operator new(align, al);
             CHECK(r == q);
             ::operator delete(r, al);
+        }
+    }
+}
+
+/* A sized delete with a size that is not the block's still frees that block. */
+static void sized_delete_takes_any_size(void)
+{
+    static const size_t wrong[] = {0, 1, 17, 4096, 1 << 20, SIZE_MAX};
+    for (size_t size : {16, 100, 3000}) {
+        for (size_t w : wrong) {
+            void *p = ::operator new(size);
+            ::operator delete(p, w);
+            void *q = ::operator new[](size);
+            CHECK(q == p);
+            ::operator delete[](q, w);
+            void *r = ::operator new(size);
+            CHECK(r == q);
+            ::operator delete(r);
+
+            auto align = std::align_val_t(64);
+            p = ::operator new(size, align);
+            ::operator delete(p, w, align);
+            q = ::operator new[](size, align);
+            CHECK(q == p);
+            ::operator delete[](q, w, align);
+            r = ::operator new(size, align);
+            CHECK(r == q);
+            ::operator delete(r, align);
         }
     }
 }
@@ -648,6 +685,15 @@ static void a_handler_that_makes_room_gets_the_block(void)
         handler_calls = 0;
         std::set_new_handler(room_making_handler);
         REQUIRE(setrlimit(RLIMIT_AS, &low) == 0);
+        void *probe = mmap(nullptr, big, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (probe != MAP_FAILED) { /* the limit does not bite (qemu-user, say) */
+            munmap(probe, big);
+            setrlimit(RLIMIT_AS, &saved_limit);
+            std::set_new_handler(nullptr);
+            printf("note: RLIMIT_AS not enforced, a_handler_that_makes_room_gets_the_block "
+                   "not run\n");
+            return;
+        }
         room_block = nothrow ? ::operator new(big, std::nothrow) : ::operator new(big);
         setrlimit(RLIMIT_AS, &saved_limit);
         std::set_new_handler(nullptr);
@@ -670,6 +716,7 @@ int main(int argc, char **argv)
     RUN(every_form_hands_out_lfheap_memory);
     RUN(every_aligned_form_hands_out_aligned_lfheap_memory);
     RUN(every_delete_gives_the_block_back);
+    RUN(sized_delete_takes_any_size);
     RUN(new_of_zero_bytes_is_unique);
     RUN(arrays_of_objects_are_built_and_destroyed);
     RUN(containers_live_on_lfheap);

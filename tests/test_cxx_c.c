@@ -5,10 +5,16 @@
  * the nothrow forms return NULL when out of memory, and `test_cxx_c throw` makes a
  * throwing form fail: with nothing to throw std::bad_alloc it must write a message and
  * abort (tests/suites/cxx.sh checks the signal and the message).
+ *
+ * `test_cxx_c plugin PATH` loads tests/test_cxx_plugin.cc with dlopen, as C programs load
+ * C++ modules, and checks that its objects come from lfheap; `test_cxx_c plugin-oom PATH`
+ * lets the plugin run out of memory (the C++ runtime arrived after lfheap's weak
+ * references were bound: the same message and abort).
  */
 #include "lfheap.h"
 #include "testutil.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -47,9 +53,40 @@ static void nothrow_forms_return_null(void)
     CHECK(cxx_new_aligned_nothrow(impossible, 64, &nothrow_tag) == NULL);
 }
 
+static void *plugin_function(const char *path, const char *name)
+{
+    void *plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!plugin) fprintf(stderr, "%s\n", dlerror());
+    REQUIRE(plugin != NULL);
+    void *fn = dlsym(plugin, name);
+    REQUIRE(fn != NULL);
+    return fn;
+}
+
+static const char *plugin_path;
+
+static void plugin_objects_come_from_lfheap(void)
+{
+    typedef int check_fn(size_t(*usable_size)(void *), const void *lfheap_routine);
+    check_fn *foreign_allocations =
+        (check_fn *)plugin_function(plugin_path, "plugin_foreign_allocations");
+    CHECK(foreign_allocations(lfh_malloc_usable_size, (const void *)lfh_malloc) == 0);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc == 2 && strcmp(argv[1], "throw") == 0) {
+    if (argc == 3 && strcmp(argv[1], "plugin") == 0) {
+        plugin_path = argv[2];
+        RUN(plugin_objects_come_from_lfheap);
+        return test_exit_status();
+    }
+    if (argc == 3 && strcmp(argv[1], "plugin-oom") == 0) {
+        void (*runs_out)(void) =
+            (void (*)(void))plugin_function(argv[2], "plugin_runs_out_of_memory");
+        runs_out();
+        return 0;
+    }
+    if (argc >= 2 && strcmp(argv[1], "throw") == 0) {
         void *p = cxx_new(impossible);
         printf("operator new(%zu) returned %p\n", (size_t)impossible, p);
         return 0;

@@ -36,15 +36,22 @@ else
     echo "note: libc++ headers not installed (libc++-dev, libc++abi-dev): libc++ not tested"
 fi
 run cxx-from-c build/t-cxx/test_cxx_c
+plugin=build/t-cxx/libtest_cxx_plugin.so
+run cxx-plugin-of-c-program build/t-cxx/test_cxx_c plugin "$plugin"
 
-# Without a C++ runtime a throwing operator new that fails writes why and aborts.
-out=$(build/t-cxx/test_cxx_c throw 2>&1)
-status=$?
-if [ "$status" -eq 134 ] && printf '%s\n' "$out" | grep -q 'no C++ runtime to throw std::bad_alloc'; then
-    pass "cxx-no-runtime-aborts-with-message"
-else
-    fail "cxx-no-runtime-aborts-with-message" "status $status: $out"
-fi
+# Without a C++ runtime that lfheap's weak references could bind to, a throwing operator
+# new that runs out of memory writes why and aborts: in a C program, and in a C++ plugin
+# that a C program loads later.
+for mode in throw plugin-oom; do
+    out=$(build/t-cxx/test_cxx_c $mode "$plugin" 2>&1)
+    status=$?
+    if [ "$status" -eq 134 ] &&
+        printf '%s\n' "$out" | grep -q 'no C++ runtime to throw std::bad_alloc'; then
+        pass "cxx-no-runtime-aborts-with-message-$mode"
+    else
+        fail "cxx-no-runtime-aborts-with-message-$mode" "status $status: $out"
+    fi
+done
 
 # A C program that preloads lfheap maps no C++ runtime (cat reads its own maps); the C++
 # test program, preloaded the same way, does (so the pattern would see one).
@@ -104,3 +111,4 @@ if [ -z "$in_prefix" ] && nm build/liblfheap-prefix.a | grep -q ' T lfh_malloc$'
 else
     fail "prefix-variant-defines-no-operators" "$in_prefix"
 fi
+
