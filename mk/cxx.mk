@@ -3,6 +3,8 @@
 # with lfheap preloaded (tests/suites/cxx.sh); with libc++ too where its headers are
 # installed (Debian: libc++-dev, libc++abi-dev). tests/test_cxx_c.c is a C program that
 # calls the operators by their mangled names and loads tests/test_cxx_plugin.cc.
+#   make fastpath-cxx   instructions per new/delete pair of a 16-byte object, against
+#                       malloc/free, with lfheap and with glibc (callgrind)
 CLANGXX    ?= clang++
 CXX_TEST_FLAGS := -std=c++17 $(WARN) -O1 -g -Iinclude -pthread -fsized-deallocation
 CXX_TEST_DEPS  := tests/test_cxx.cc tests/testutil.h include/lfheap.h mk/cxx.mk
@@ -45,3 +47,12 @@ $(BUILD)/t-plain/test_cxx_libcxx: $(CXX_TEST_DEPS)
 TEST_BINS += $(BUILD)/t-cxx/test_cxx_libcxx $(BUILD)/t-plain/test_cxx_libcxx
 endif
 
+# The new/delete fast path against malloc/free (bench/fastpath_cxx.sh).
+$(BUILD)/bench/fastpath_cxx: bench/fastpath_cxx.cc mk/cxx.mk
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(WARN) -O2 -g $< -o $@
+TEST_BINS += $(BUILD)/bench/fastpath_cxx
+
+.PHONY: fastpath-cxx
+fastpath-cxx: all $(BUILD)/bench/fastpath_cxx
+	bash bench/fastpath_cxx.sh

@@ -112,3 +112,12 @@ else
     fail "prefix-variant-defines-no-operators" "$in_prefix"
 fi
 
+# `make fastpath-cxx` (bench/fastpath_cxx.sh) measures, at a tiny scale; the numbers
+# themselves are not judged.
+out=$(bash bench/fastpath_cxx.sh 1000 3000 2>&1)
+if printf '%s\n' "$out" | awk -F'|' '$2 ~ /lfheap/ && $3 + 0 > 0 && $4 + 0 > 0 { ok = 1 }
+                                     END { exit !ok }'; then
+    pass "fastpath-cxx-measures"
+else
+    fail "fastpath-cxx-measures" "$out"
+fi
