@@ -18,7 +18,7 @@ LIBFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial
             -fno-semantic-interposition -fno-stack-protector -fno-math-errno -Iinclude -Isrc
 # src/park.c holds the hook of the test-only parking points (src/park.h): only the
 # parking variants of mk/park.mk compile it.
-LIB_SRC := $(filter-out src/park.c,$(wildcard src/*.c))
+LIB_SRC := $(filter-out src/park.c,$(wildcard src/*.c)) $(wildcard src/*.S)
 LIB_HDR := $(wildcard src/*.h) $(wildcard include/*.h)
 
 # Library variants: name, extra flags. The release one overrides malloc; "prefix" exports
@@ -33,9 +33,14 @@ define variant_rules
 $(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile
 	@mkdir -p $$(@D)
 	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
-OBJS_$(1) := $$(patsubst src/%.c,$(BUILD)/obj/$(1)/%.o,$$(LIB_SRC))
+$(BUILD)/obj/$(1)/%.o: src/%.S Makefile
+	@mkdir -p $$(@D)
+	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
+OBJS_$(1) := $$(patsubst src/%,$(BUILD)/obj/$(1)/%.o,$$(basename $$(LIB_SRC)))
 endef
 $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
+# C++ exceptions unwind through the frames of operator new (src/api_cxx.c).
+$(foreach v,$(VARIANTS),$(BUILD)/obj/$(v)/api_cxx.o): LIBFLAGS += -fexceptions
 
 
 .SECONDEXPANSION:
@@ -84,7 +89,7 @@ test-long: all $(TEST_BINS)
 	LFHEAP_TEST_LONG=1 bash tests/run.sh
 
 lint:
-	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.h
+	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.cc tests/*.h
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	    --suppress=missingIncludeSystem -D__GNUC__ -D__x86_64__ -Iinclude -Isrc src
 

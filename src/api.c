@@ -14,6 +14,7 @@
  */
 #include "lfheap.h"
 
+#include "api.h"
 #include "arena.h"
 #include "heap.h"
 #include "os.h"
@@ -519,4 +520,14 @@ LFH_ALIAS(__libc_memalign, lfh_memalign);
 LFH_ALIAS(__libc_valloc, lfh_valloc);
 LFH_ALIAS(__libc_pvalloc, lfh_pvalloc);
 LFH_ALIAS(__posix_memalign, lfh_posix_memalign);
+
+/* The names api.h declares: bound inside the library, so api_cxx.c calls them directly. */
+#define LFH_INTERNAL_ALIAS(name, target)                                                   \
+    extern __typeof(target) name __attribute__((alias(#target), visibility("hidden")))
+
+LFH_INTERNAL_ALIAS(api_malloc, lfh_malloc);
+LFH_INTERNAL_ALIAS(api_aligned_alloc, lfh_aligned_alloc);
+LFH_INTERNAL_ALIAS(api_free, lfh_free);
+LFH_INTERNAL_ALIAS(api_free_sized, lfh_free_sized);
+LFH_INTERNAL_ALIAS(api_free_aligned_sized, lfh_free_aligned_sized);
 #endif

@@ -1,0 +1,190 @@
+/*
+ * api_cxx: C++'s replaceable global allocation functions (every operator new and delete
+ * of C++17 and C++20: plain, array, nothrow, aligned, sized), so that a C++ program that
+ * preloads or links lfheap gets all its objects from lfheap. The operators are thin:
+ * new is one direct call of the malloc family (api.h) and a test for NULL, delete is a
+ * jump to free; only out of memory goes further.
+ *
+ * Why C: the library builds with a C compiler alone, and a C program that preloads it
+ * must not load a C++ runtime. So the operators are C functions exported under their
+ * Itanium-ABI mangled names (aliases with asm labels; the names spell size_t as unsigned
+ * long, as on x86-64 and aarch64), and the C++ runtime is reached only through weak
+ * references to two functions that libstdc++ and libc++/libc++abi both export under the
+ * same names (they live in namespace std, outside libc++'s versioned namespace):
+ * std::get_new_handler() (libstdc++ since GCC 4.9) and std::__throw_bad_alloc(). A weak
+ * reference adds no NEEDED entry; the dynamic linker binds it when it loads lfheap, to
+ * the runtime if the program has one in its global scope, and to null otherwise.
+ *
+ * Out of memory follows the standard ([new.delete.single]): while the allocation fails,
+ * call the installed new-handler and try again; with none (left), the throwing forms
+ * throw std::bad_alloc and the nothrow forms return null, as if they had called the
+ * throwing form and caught the exception. So a new-handler that throws std::bad_alloc in
+ * a nothrow form must be caught, which C cannot do: those calls go through
+ * api_cxx_call_catching (api_cxx_catch.S), one frame whose hand-written exception table
+ * says `catch (const std::bad_alloc &)`. The throwing forms need no catch: the file is
+ * compiled with -fexceptions, so its frames have unwind tables and exceptions from the
+ * handler or from __throw_bad_alloc unwind through them (there is nothing to clean up).
+ * Without a C++ runtime no handler can have been installed, and a throwing form that
+ * cannot throw writes a message and aborts. That happens to a C program calling the
+ * mangled names; to C++ code that a C program loads with dlopen after start-up (its C++
+ * plugins, Python's extension modules), whose runtime came after the references were
+ * bound, so that its new-handler is not seen either (finding that runtime later would
+ * take the dynamic linker's lock); and to a static link whose libstdc++.a pulls in no
+ * __throw_bad_alloc (weak references pull in no archive member).
+ *
+ * Sized and aligned deletes go to free_sized and free_aligned_sized (the unsized aligned
+ * ones to free), which find the block through the page map: they are correct for any
+ * block lfheap handed out, whatever size they are given. An alignment that is not a power
+ * of two (undefined in C++) fails at once, without the new-handler, as libstdc++ does.
+ * Defined only in builds that define the standard names.
+ */
+#ifndef LFHEAP_PREFIX_ONLY
+
+#include "api.h"
+#include "common.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+_Static_assert(_Generic((size_t)0, unsigned long : 1, default : 0),
+               "the mangled names below spell size_t as unsigned long (m)");
+
+typedef void (*cxx_new_handler)(void);
+
+/* The C++ runtime's, when the process has one; null otherwise. */
+extern cxx_new_handler cxx_get_new_handler(void) __asm__("_ZSt15get_new_handlerv")
+    __attribute__((weak, visibility("default")));
+extern void cxx_throw_bad_alloc(void) __asm__("_ZSt17__throw_bad_allocv")
+    __attribute__((weak, noreturn, visibility("default")));
+
+#if defined(__x86_64__) || defined(__aarch64__)
+/* Calls handler: 0 if it returned, 1 if it threw std::bad_alloc, which is then caught. */
+int api_cxx_call_catching(cxx_new_handler handler) API_INTERNAL;
+#else
+/* No catching frame for this architecture in api_cxx_catch.S: a new-handler's exception
+ * leaves a nothrow form instead of making it return null. */
+static int api_cxx_call_catching(cxx_new_handler handler)
+{
+    handler();
+    return 0;
+}
+#endif
+
+/* What the slow path needs to know about the form that failed. */
+#define CXX_NOTHROW 1u /* returns null instead of throwing */
+#define CXX_ALIGNED 2u /* takes an alignment */
+
+static LFH_NOINLINE __attribute__((noreturn)) void cxx_bad_alloc(void)
+{
+    if (cxx_throw_bad_alloc) cxx_throw_bad_alloc();
+    static const char msg[] = "lfheap: operator new: out of memory, and no C++ runtime to "
+                              "throw std::bad_alloc\n";
+    ssize_t written = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)written;
+    abort();
+}
+
+/* The standard's loop after a failed allocation: the block, or NULL (nothrow forms) once
+ * no new-handler is installed. */
+static LFH_NOINLINE void *cxx_retry(size_t size, size_t align, unsigned form)
+{
+    if (!(form & CXX_ALIGNED) || (align != 0 && (align & (align - 1)) == 0)) {
+        cxx_new_handler handler;
+        while (cxx_get_new_handler && (handler = cxx_get_new_handler()) != NULL) {
+            if (!(form & CXX_NOTHROW))
+                handler();
+            else if (api_cxx_call_catching(handler) != 0)
+                return NULL;
+            void *block = (form & CXX_ALIGNED) ? api_aligned_alloc(align, size) : api_malloc(size);
+            if (block) return block;
+        }
+    }
+    if (!(form & CXX_NOTHROW)) cxx_bad_alloc();
+    return NULL;
+}
+
+/* ---- the operators ------------------------------------------------------------------ */
+
+/* new(0) gets a unique block, like malloc(0). */
+static void *cxx_new(size_t size)
+{
+    void *block = api_malloc(size);
+    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, 0, 0);
+}
+
+static void *cxx_new_nothrow(size_t size, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    void *block = api_malloc(size);
+    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, 0, CXX_NOTHROW);
+}
+
+static void *cxx_new_aligned(size_t size, size_t align)
+{
+    void *block = api_aligned_alloc(align, size);
+    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, CXX_ALIGNED);
+}
+
+static void *cxx_new_aligned_nothrow(size_t size, size_t align, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    void *block = api_aligned_alloc(align, size);
+    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, CXX_ALIGNED | CXX_NOTHROW);
+}
+
+/* Also the aligned and the nothrow deletes: their extra argument changes nothing. */
+static void cxx_delete(void *ptr)
+{
+    api_free(ptr);
+}
+
+static void cxx_delete_sized(void *ptr, size_t size)
+{
+    api_free_sized(ptr, size);
+}
+
+static void cxx_delete_aligned_sized(void *ptr, size_t size, size_t align)
+{
+    api_free_aligned_sized(ptr, align, size);
+}
+
+/* ---- their mangled names ------------------------------------------------------------ */
+
+#define CXX_OPERATOR(mangled, target)                                                              \
+    extern __typeof(target) cxx_operator_##mangled __asm__(#mangled)                               \
+        __attribute__((alias(#target), visibility("default")))
+
+/* operator new, new[] (size_t) */
+CXX_OPERATOR(_Znwm, cxx_new);
+CXX_OPERATOR(_Znam, cxx_new);
+/* (size_t, const std::nothrow_t &) */
+CXX_OPERATOR(_ZnwmRKSt9nothrow_t, cxx_new_nothrow);
+CXX_OPERATOR(_ZnamRKSt9nothrow_t, cxx_new_nothrow);
+/* (size_t, std::align_val_t) */
+CXX_OPERATOR(_ZnwmSt11align_val_t, cxx_new_aligned);
+CXX_OPERATOR(_ZnamSt11align_val_t, cxx_new_aligned);
+/* (size_t, std::align_val_t, const std::nothrow_t &) */
+CXX_OPERATOR(_ZnwmSt11align_val_tRKSt9nothrow_t, cxx_new_aligned_nothrow);
+CXX_OPERATOR(_ZnamSt11align_val_tRKSt9nothrow_t, cxx_new_aligned_nothrow);
+
+/* operator delete, delete[] (void *) */
+CXX_OPERATOR(_ZdlPv, cxx_delete);
+CXX_OPERATOR(_ZdaPv, cxx_delete);
+/* (void *, const std::nothrow_t &) */
+CXX_OPERATOR(_ZdlPvRKSt9nothrow_t, cxx_delete);
+CXX_OPERATOR(_ZdaPvRKSt9nothrow_t, cxx_delete);
+/* (void *, std::align_val_t) */
+CXX_OPERATOR(_ZdlPvSt11align_val_t, cxx_delete);
+CXX_OPERATOR(_ZdaPvSt11align_val_t, cxx_delete);
+/* (void *, std::align_val_t, const std::nothrow_t &) */
+CXX_OPERATOR(_ZdlPvSt11align_val_tRKSt9nothrow_t, cxx_delete);
+CXX_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, cxx_delete);
+/* (void *, size_t) */
+CXX_OPERATOR(_ZdlPvm, cxx_delete_sized);
+CXX_OPERATOR(_ZdaPvm, cxx_delete_sized);
+/* (void *, size_t, std::align_val_t) */
+CXX_OPERATOR(_ZdlPvmSt11align_val_t, cxx_delete_aligned_sized);
+CXX_OPERATOR(_ZdaPvmSt11align_val_t, cxx_delete_aligned_sized);
+
+#endif
