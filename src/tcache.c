@@ -39,6 +39,18 @@ static _Atomic uint64_t tcache_last_id;
 static _Atomic(struct tcache *) tcache_orphans[TCACHE_ORPHAN_SLOTS];
 static _Atomic unsigned tcache_exit_key; /* pthread key + 1; 0 while none exists */
 
+/* Makes `list` (`length` blocks) the bin's list: its credit lets it grow to limit/2
+ * blocks, and the free after that overflows it (tcache_flush). A longer list, which a
+ * fill may bring, overflows at the next free. */
+static void bin_install(struct tcache_bin *bin, struct tcache_cold *cold, void *list,
+                        uint32_t length)
+{
+    int32_t room = (int32_t)(cold->limit / 2) + 1 - (int32_t)length;
+    bin->head = list;
+    bin->credit = room > 0 ? room : 1;
+    cold->list_base = length + (uint32_t)bin->credit;
+}
+
 static uint32_t clamp_blocks(size_t bytes, unsigned cls, uint32_t lo, uint32_t hi)
 {
     size_t blocks = bytes / sizeclass_block_size[heap_size_class(cls)];
@@ -106,7 +118,7 @@ static void tcache_setup(struct tcache *tc)
     tc->id = atomic_fetch_add_explicit(&tcache_last_id, 1, memory_order_relaxed) + 1;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         tc->cold[cls].limit = clamp_blocks(TCACHE_BYTES_INITIAL, cls, 2, 2048);
-        tc->bins[cls].credit = (int32_t)tc->cold[cls].limit;
+        bin_install(&tc->bins[cls], &tc->cold[cls], NULL, 0);
         tc->bins[cls].block_size = sizeclass_block_size[heap_size_class(cls)];
     }
     tcache_register_exit(tc);
@@ -146,12 +158,15 @@ static void give_back_list(void *list)
     memset(t.desc, 0, sizeof t.desc);
     t.used_count = 0;
     while (list) {
-        /* A run: the list's links already chain it, a range test bounds it. */
+        /* A run: the list's links already chain it, a range test bounds it (the end of
+         * the list, NULL, is out of every range). */
         struct descriptor *d = pagemap_lookup(list);
+        uintptr_t start = (uintptr_t)d->start;
+        size_t size = d->size;
         void *first = list, *last = list;
         uint32_t count = 1;
         list = *(void **)list;
-        while (list && (size_t)((char *)list - d->start) < d->size) {
+        while ((uintptr_t)list - start < size) {
             last = list;
             list = *(void **)list;
             count++;
@@ -226,6 +241,13 @@ void *tcache_alloc_slow(unsigned cls)
         return alloc_uncached(cls);
     struct tcache_bin *bin = &tc->bins[cls];
     struct tcache_cold *cold = &tc->cold[cls];
+    if (cold->spare) {
+        /* The spare magazine becomes the list: no walk, no heap. */
+        void *block = cold->spare;
+        cold->spare = NULL;
+        bin_install(bin, cold, *(void **)block, cold->spare_count - 1);
+        return block;
+    }
     struct heap_fill fill;
     if (!heap_fill(cls, tc->id, &fill)) {
         errno = ENOMEM;
@@ -241,13 +263,10 @@ void *tcache_alloc_slow(unsigned cls)
     bin->bump_end = fill.bump_end;
     cold->bump_desc = fill.desc;
     if (fill.chain) {
-        /* A chain longer than the limit is cut back at the next free. */
-        int32_t room = (int32_t)cold->limit - (int32_t)fill.chain_count + 1;
-        bin->head = *(void **)fill.chain;
-        bin->credit = room > 0 ? room : 1;
+        bin_install(bin, cold, *(void **)fill.chain, fill.chain_count - 1);
         return fill.chain;
     }
-    bin->credit = (int32_t)cold->limit;
+    bin_install(bin, cold, NULL, 0);
     void *block = bin->bump;
     bin->bump += bin->block_size;
     return block;
@@ -264,24 +283,18 @@ void tcache_flush(void *block)
     unsigned cls = pagemap_lookup(block)->class_index;
     struct tcache_bin *bin = &tc->bins[cls];
     struct tcache_cold *cold = &tc->cold[cls];
-    /* Keep the hot half (the list is LIFO), give back the rest. */
-    uint32_t keep = cold->limit / 2;
-    void *rest;
-    if (keep == 0) {
-        rest = bin->head;
-        bin->head = NULL;
-    } else {
-        void *last = bin->head;
-        for (uint32_t i = 1; i < keep && last; i++)
-            last = *(void **)last;
-        rest = last ? *(void **)last : NULL;
-        if (last)
-            *(void **)last = NULL;
-    }
-    bin->credit = (int32_t)(cold->limit - keep);
+    /* The list overflowed with `block`, its head: the rest becomes the spare magazine, and
+     * a spare that was still there goes back to the heap (LRMalloc's CacheFlush). */
+    void *old_spare = cold->spare;
+    cold->spare = *(void **)block;
+    cold->spare_count = cold->list_base - 1;
+    *(void **)block = NULL;
+    bin_install(bin, cold, block, 1);
+    if (!old_spare)
+        return;
     cold->last_event = TCACHE_EVENT_FLUSH;
     LFH_PARK(TCACHE_FLUSH_CUT);
-    give_back_list(rest);
+    give_back_list(old_spare);
 }
 
 void tcache_free_slow(void *block, struct descriptor *desc)
@@ -308,9 +321,13 @@ static unsigned flush_cache(struct tcache *tc)
         void *list = bin->head;
         for (void *b = list; b; b = *(void **)b)
             cached++;
-        bin->head = NULL;
-        bin->credit = (int32_t)cold->limit;
+        bin_install(bin, cold, NULL, 0);
         give_back_list(list);
+        if (cold->spare) {
+            cached += cold->spare_count;
+            give_back_list(cold->spare);
+            cold->spare = NULL;
+        }
         if (bin->bump != bin->bump_end)
             heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
         bin->bump = bin->bump_end = NULL;
@@ -348,6 +365,7 @@ static bool tcache_orphan(struct tcache *tc)
             for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
                 tc->bins[cls].head = NULL;
                 tc->bins[cls].bump = tc->bins[cls].bump_end = NULL;
+                tc->cold[cls].spare = NULL;
             }
             tc->remote_head = NULL;
             tc->remote_count = 0;

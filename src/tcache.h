@@ -34,10 +34,18 @@ struct tcache_bin {
     char *bump_end;      /* ...which ends here (bump == bump_end: none) */
 };
 
-/* The slow-path part. */
+/* The slow-path part. The cached blocks of a class form two magazines (Bonwick's
+ * loaded and previous magazines): the bin's list, which malloc and free use, holds up to
+ * limit/2 blocks; when a free would overflow it, all of it but that block becomes the
+ * spare, and an empty list takes the spare back. Only a spare that is still there when
+ * the list overflows again goes back to the heap, so no block is walked unless it leaves
+ * the cache. */
 struct tcache_cold {
     struct descriptor *bump_desc; /* the superblock of the bump range */
-    uint32_t limit;
+    void *spare;                  /* a full magazine set aside, or NULL */
+    uint32_t spare_count;
+    uint32_t list_base;  /* the list holds list_base - credit blocks */
+    uint32_t limit;      /* blocks the class may cache: list and spare */
     uint32_t last_event; /* TCACHE_EVENT_*: what the bin's slow path did last */
 };
 
