@@ -383,3 +383,32 @@ void *heap_large_resize(struct descriptor *d, size_t size)
     d->size = bytes;
     return dest;
 }
+
+#ifdef LFHEAP_FAULT_INJECTION
+/* ---- test view -------------------------------------------------------------------- */
+
+/* Descriptors on a stack; with only_empty, those of EMPTY superblocks only. The heap is
+ * quiescent: acquire on the head is all it takes to read what the last pushes wrote. */
+static size_t stack_length(_Atomic uint64_t *head, bool only_empty)
+{
+    size_t length = 0;
+    uint32_t index = (uint32_t)atomic_load_explicit(head, memory_order_acquire);
+    while (index != DESC_NONE) {
+        struct descriptor *d = desc_at(index);
+        uint64_t anchor = atomic_load_explicit(&d->anchor, memory_order_relaxed);
+        length += !only_empty || anchor_state(anchor) == ANCHOR_EMPTY;
+        index = atomic_load_explicit(&d->next, memory_order_relaxed);
+    }
+    return length;
+}
+
+size_t heap_descriptors_in_use(void)
+{
+    size_t in_use = atomic_load_explicit(&desc_high_water, memory_order_relaxed);
+    in_use -= stack_length(&desc_free_stack, false);
+    for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++)
+        for (unsigned shard = 0; shard < HEAP_SHARDS; shard++)
+            in_use -= stack_length(&partial_stacks[cls][shard].head, true);
+    return in_use;
+}
+#endif

@@ -85,4 +85,11 @@ void heap_large_free(struct descriptor *desc);
  * from the OS, by moving its pages. NULL (and the block untouched) otherwise. */
 void *heap_large_resize(struct descriptor *desc, size_t size);
 
+#ifdef LFHEAP_FAULT_INJECTION
+/* Test view of the fault-injection build, for a quiescent heap: descriptors that are
+ * neither free nor EMPTY on a partial stack, i.e. those of live superblocks and large
+ * blocks (0 once every block is freed and every cache flushed). */
+size_t heap_descriptors_in_use(void);
+#endif
+
 #endif

@@ -1,0 +1,207 @@
+/*
+ * Out of memory (issue 6), with the OS layer's failure injection (build/t-fault,
+ * src/os.h). Every routine that fails must fail the standard way (NULL and ENOMEM;
+ * posix_memalign returns ENOMEM and leaves *memptr alone; realloc keeps the old block),
+ * nothing may be corrupted (every block keeps the pattern written into it, calloc's
+ * blocks read as zeros), and once memory returns and everything is freed and trimmed,
+ * the memory must really be back: no unmap pending, no descriptor in use, no dirty chunk,
+ * every arena whole again (as many whole-arena chunks as arenas, without an OS call).
+ *
+ * - Targeted cases: a refused munmap is retried, a refused madvise keeps its chunk
+ *   dirty.
+ */
+#include "arena.h"
+#include "heap.h"
+#include "lfheap.h"
+#include "os.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+
+/* ---- checks --------------------------------------------------------------------- */
+
+/* Blocks up to PATTERN_FULL bytes carry a pattern in every byte; larger ones in their
+ * first and last KiB and in 64 bytes at each of PATTERN_SPOTS points spread evenly
+ * between, so that a huge block costs as little as a medium one. */
+#define PATTERN_FULL  (64 * KIB)
+#define PATTERN_SPOTS 62
+
+static bool pattern_range(size_t size, unsigned k, size_t *start, size_t *len)
+{
+    if (size <= PATTERN_FULL) {
+        *start = 0;
+        *len = size;
+        return k == 0;
+    }
+    if (k < 2) {
+        *start = k == 0 ? 0 : size - KIB;
+        *len = KIB;
+        return true;
+    }
+    *start = size / (PATTERN_SPOTS + 2) * (k - 1);
+    *len = 64;
+    return k < PATTERN_SPOTS + 2;
+}
+
+/* Zeros everywhere up to 1 MiB, else at the pattern's positions. */
+static bool reads_zero(const char *p, size_t size)
+{
+    if (size <= MIB) {
+        for (size_t i = 0; i < size; i++)
+            if (p[i]) return false;
+        return true;
+    }
+    size_t start, len;
+    for (unsigned k = 0; pattern_range(size, k, &start, &len); k++)
+        for (size_t i = start; i < start + len; i++)
+            if (p[i]) return false;
+    return true;
+}
+
+/* Every arena must be whole: as many whole-arena chunks as there are arenas, each known
+ * to be zero, and not one OS call to get them. */
+static bool arenas_whole(void)
+{
+    static char *whole[4096];
+    unsigned arenas = arena_count_mapped();
+    struct os_fault_stats before, after;
+    os_fault_stats(&before);
+    unsigned got = 0;
+    bool zeroed = true;
+    while (got < arenas && got < 4096 && zeroed) {
+        whole[got] = arena_alloc(ARENA_MAX_CHUNK, &zeroed);
+        if (!whole[got]) break;
+        got++;
+    }
+    os_fault_stats(&after);
+    bool whole_again = got == arenas && zeroed && after.calls == before.calls;
+    if (!whole_again)
+        fprintf(stderr, "  %u arenas, %u whole-arena chunks found with %llu OS calls\n", arenas,
+                got, (unsigned long long)(after.calls - before.calls));
+    for (unsigned i = 0; i < got; i++)
+        arena_free(whole[i], ARENA_MAX_CHUNK);
+    arena_purge_all();
+    return whole_again;
+}
+
+/* After every block is freed and malloc_trim has run, the memory must really be back: no
+ * unmap pending, no descriptor in use, no dirty chunk left, every arena whole. */
+static bool memory_is_back(void)
+{
+    struct os_fault_stats stats;
+    os_fault_stats(&stats);
+    size_t in_use = heap_descriptors_in_use();
+    size_t dirty = arena_purge_all();
+    if (stats.pending || in_use || dirty)
+        fprintf(stderr, "  %zu unmaps pending, %zu descriptors in use, %zu dirty chunks\n",
+                stats.pending, in_use, dirty);
+    return arenas_whole() && !stats.pending && !in_use && !dirty;
+}
+
+/* Runs `body` in a fresh child (the parent never touches lfheap, so every child starts
+ * from the same state); returns its exit status, 0 if it found nothing wrong. */
+static int in_child(void (*body)(void))
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        body();
+        fflush(stdout);
+        fflush(stderr);
+        _exit(test_failures ? 1 : 0);
+    }
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    if (WIFSIGNALED(status)) fprintf(stderr, "  killed by signal %d\n", WTERMSIG(status));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static bool is_mapped(void *p)
+{
+    unsigned char resident;
+    return mincore(p, 1, &resident) == 0;
+}
+
+/* ---- refused munmap and madvise -------------------------------------------------- */
+
+/* The kernel may refuse a munmap (a split beyond vm.max_map_count); the range must then
+ * go back once the kernel agrees, not leak. */
+static void refused_unmaps_are_retried_body(void)
+{
+    char *huge[3];
+    for (int i = 0; i < 3; i++) {
+        huge[i] = lfh_malloc(70 * MIB);
+        REQUIRE(huge[i]);
+        memset(huge[i], i + 1, KIB);
+    }
+    os_fault_inject(1, true); /* memory exhausted: every call fails */
+    lfh_free(huge[0]);
+    lfh_free(huge[1]);
+    CHECK(lfh_realloc(huge[2], 20 * MIB) == huge[2]); /* in place: the tail stays */
+    struct os_fault_stats stats;
+    os_fault_stats(&stats);
+    CHECK(stats.pending == 3);
+    CHECK(is_mapped(huge[0]) && is_mapped(huge[1]) && is_mapped(huge[2] + 30 * MIB));
+    CHECK(huge[2][KIB - 1] == 3 && lfh_malloc_usable_size(huge[2]) >= 20 * MIB);
+    lfh_malloc_trim(0); /* still refused */
+    os_fault_stats(&stats);
+    CHECK(stats.pending == 3);
+    os_fault_inject(0, false); /* memory returns */
+    lfh_malloc_trim(0);
+    os_fault_stats(&stats);
+    CHECK(stats.pending == 0);
+    CHECK(!is_mapped(huge[0]) && !is_mapped(huge[1]) && !is_mapped(huge[2] + 30 * MIB));
+    CHECK(is_mapped(huge[2]) && huge[2][0] == 3);
+    lfh_free(huge[2]);
+    CHECK(memory_is_back());
+}
+
+static void refused_unmaps_are_retried(void)
+{
+    CHECK(in_child(refused_unmaps_are_retried_body) == 0);
+}
+
+/* A chunk whose decommit the kernel refused still holds its old contents: it must not
+ * be handed to calloc as known zeros. */
+static void refused_decommit_keeps_chunk_dirty_body(void)
+{
+    for (int round = 0; round < 2; round++) {
+        char *p = lfh_malloc(256 * KIB);
+        REQUIRE(p);
+        memset(p, 0xab, 256 * KIB);
+        lfh_free(p);
+        os_fault_inject(round == 0 ? 1 : 0, true);
+        lfh_malloc_trim(0); /* round 0: the decommit is refused */
+        char *q = lfh_calloc(1, 256 * KIB);
+        REQUIRE(q);
+        CHECK(reads_zero(q, 256 * KIB));
+        os_fault_inject(0, false);
+        lfh_free(q);
+    }
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void refused_decommit_keeps_chunk_dirty(void)
+{
+    CHECK(in_child(refused_decommit_keeps_chunk_dirty_body) == 0);
+}
+
+int main(void)
+{
+    RUN(refused_unmaps_are_retried);
+    RUN(refused_decommit_keeps_chunk_dirty);
+    return test_exit_status();
+}
