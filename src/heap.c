@@ -103,34 +103,47 @@ static struct descriptor *stack_pop(_Atomic uint64_t *head)
     } while (1);
 }
 
+/* The chunk of descriptors with index `chunk_index`, mapped if need be; NULL when out of
+ * memory. */
+static struct descriptor *desc_chunk(uint32_t chunk_index)
+{
+    if (chunk_index >= DESC_CHUNK_COUNT)
+        return NULL;
+    struct descriptor *chunk =
+        atomic_load_explicit(&desc_chunks[chunk_index], memory_order_acquire);
+    if (chunk)
+        return chunk;
+    size_t bytes = sizeof(struct descriptor) << DESC_CHUNK_SHIFT;
+    struct descriptor *fresh = os_map(bytes, OS_PAGE_SIZE);
+    if (!fresh)
+        return NULL;
+    /* Release publishes the zeroed chunk; on failure adopt the winner's chunk. */
+    if (atomic_compare_exchange_strong_explicit(&desc_chunks[chunk_index], &chunk, fresh,
+                                                memory_order_release, memory_order_acquire))
+        return fresh;
+    os_unmap(fresh, bytes);
+    return chunk;
+}
+
 static struct descriptor *desc_alloc(void)
 {
     struct descriptor *d = stack_pop(&desc_free_stack);
     if (d)
         return d;
-    /* Relaxed: the counter only hands out distinct indices; the chunk's publication is
-     * ordered by its own CAS. */
-    uint32_t index = atomic_fetch_add_explicit(&desc_high_water, 1, memory_order_relaxed) + 1;
-    uint32_t chunk_index = index >> DESC_CHUNK_SHIFT;
-    if (chunk_index >= DESC_CHUNK_COUNT)
-        return NULL;
-    struct descriptor *chunk =
-        atomic_load_explicit(&desc_chunks[chunk_index], memory_order_acquire);
-    if (!chunk) {
-        size_t bytes = sizeof(struct descriptor) << DESC_CHUNK_SHIFT;
-        struct descriptor *fresh = os_map(bytes, OS_PAGE_SIZE);
-        if (!fresh)
-            return NULL; /* this index is lost; indices are plentiful */
-        /* Release publishes the zeroed chunk; on failure adopt the winner's chunk. */
-        if (atomic_compare_exchange_strong_explicit(&desc_chunks[chunk_index], &chunk, fresh,
-                                                    memory_order_release,
-                                                    memory_order_acquire))
-            chunk = fresh;
-        else
-            os_unmap(fresh, bytes);
-    }
-    d = &chunk[index & ((1u << DESC_CHUNK_SHIFT) - 1)];
-    d->self = index;
+    /* An index is taken only once its chunk is mapped, so running out of memory loses
+     * none. Relaxed: the counter only hands out distinct indices; the chunk's
+     * publication is ordered by its own CAS. */
+    uint32_t high = atomic_load_explicit(&desc_high_water, memory_order_relaxed);
+    struct descriptor *chunk;
+    do {
+        chunk = desc_chunk((high + 1) >> DESC_CHUNK_SHIFT);
+        if (!chunk)
+            return NULL;
+        /* A failed CAS means another thread took an index: lock-free. */
+    } while (!atomic_compare_exchange_weak_explicit(&desc_high_water, &high, high + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    d = &chunk[(high + 1) & ((1u << DESC_CHUNK_SHIFT) - 1)];
+    d->self = high + 1;
     return d;
 }
 

@@ -8,7 +8,7 @@
  * every arena whole again (as many whole-arena chunks as arenas, without an OS call).
  *
  * - Targeted cases: a refused munmap is retried, a refused madvise keeps its chunk
- *   dirty.
+ *   dirty, a failed descriptor chunk loses no descriptor.
  */
 #include "arena.h"
 #include "heap.h"
@@ -199,9 +199,31 @@ static void refused_decommit_keeps_chunk_dirty(void)
     CHECK(in_child(refused_decommit_keeps_chunk_dirty_body) == 0);
 }
 
+/* ---- descriptors and caches ------------------------------------------------------ */
+
+/* The first allocation maps the first chunk of descriptors; when that fails, no
+ * descriptor index may be lost for good. */
+static void descriptor_chunk_failure_loses_nothing_body(void)
+{
+    os_fault_inject(1, false);
+    errno = 0;
+    CHECK(lfh_malloc(16) == NULL && errno == ENOMEM);
+    void *p = lfh_malloc(16);
+    CHECK(p != NULL);
+    lfh_free(p);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void descriptor_chunk_failure_loses_nothing(void)
+{
+    CHECK(in_child(descriptor_chunk_failure_loses_nothing_body) == 0);
+}
+
 int main(void)
 {
     RUN(refused_unmaps_are_retried);
     RUN(refused_decommit_keeps_chunk_dirty);
+    RUN(descriptor_chunk_failure_loses_nothing);
     return test_exit_status();
 }
