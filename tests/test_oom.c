@@ -8,7 +8,8 @@
  * every arena whole again (as many whole-arena chunks as arenas, without an OS call).
  *
  * - Targeted cases: a refused munmap is retried, a refused madvise keeps its chunk
- *   dirty, a failed descriptor chunk loses no descriptor.
+ *   dirty, a failed descriptor chunk loses no descriptor, malloc_trim returns orphaned
+ *   caches.
  */
 #include "arena.h"
 #include "heap.h"
@@ -220,10 +221,39 @@ static void descriptor_chunk_failure_loses_nothing(void)
     CHECK(in_child(descriptor_chunk_failure_loses_nothing_body) == 0);
 }
 
+static void *allocate_and_exit(void *arg)
+{
+    (void)arg;
+    void *blocks[100];
+    for (int i = 0; i < 100; i++)
+        blocks[i] = lfh_malloc(100);
+    for (int i = 0; i < 100; i++)
+        lfh_free(blocks[i]);
+    return NULL;
+}
+
+/* A thread's cache outlives it (an orphan for the next thread to adopt); malloc_trim
+ * must return it whole, including the block the orphan's copy lives in. */
+static void trim_returns_orphaned_caches_body(void)
+{
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, allocate_and_exit, NULL) == 0);
+    REQUIRE(pthread_join(thread, NULL) == 0);
+    CHECK(heap_descriptors_in_use() > 0);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void trim_returns_orphaned_caches(void)
+{
+    CHECK(in_child(trim_returns_orphaned_caches_body) == 0);
+}
+
 int main(void)
 {
     RUN(refused_unmaps_are_retried);
     RUN(refused_decommit_keeps_chunk_dirty);
     RUN(descriptor_chunk_failure_loses_nothing);
+    RUN(trim_returns_orphaned_caches);
     return test_exit_status();
 }
