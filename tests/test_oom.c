@@ -10,6 +10,8 @@
  * - Targeted cases: a refused munmap is retried, a refused madvise keeps its chunk
  *   dirty, a failed descriptor chunk loses no descriptor, malloc_trim returns orphaned
  *   caches.
+ * - Concurrency: threads allocate, reallocate and free across threads while the
+ *   injection keeps switching between none, single failures and exhaustion.
  */
 #include "arena.h"
 #include "heap.h"
@@ -249,11 +251,224 @@ static void trim_returns_orphaned_caches(void)
     CHECK(in_child(trim_returns_orphaned_caches_body) == 0);
 }
 
+/* ---- failures under concurrency -------------------------------------------------- */
+
+/* Threads allocate, reallocate, free and hand blocks to each other while a controller
+ * keeps switching the injection between none, single failures and exhaustion, so that
+ * failures land in the middle of races (two threads mapping the same leaf, descriptor
+ * chunk or arena slot, purges beside allocations). Blocks carry a tag in their first,
+ * middle and last words. */
+#define CHAOS_THREADS 4
+#define CHAOS_OPS     20000
+#define CHAOS_HELD    128
+#define CHAOS_SWAPS   64
+
+struct tagged {
+    uint64_t tag;
+    size_t size;
+};
+
+static _Atomic(struct tagged *) chaos_swaps[CHAOS_SWAPS];
+static _Atomic int chaos_errors, chaos_failures, chaos_stop;
+
+/* Counts an error; the first few also say where. */
+#define CHAOS_ERROR()                                                                              \
+    do {                                                                                           \
+        if (atomic_fetch_add(&chaos_errors, 1) < 5)                                                \
+            fprintf(stderr, "  chaos error at line %d\n", __LINE__);                               \
+    } while (0)
+
+static uint64_t chaos_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/* Where the copies of the tag go: the last whole word of the block and a word halfway
+ * between it and the header (the same word in a block of 24 to 31 bytes). */
+static size_t chaos_last(size_t size)
+{
+    return (size - 8) & ~(size_t)7;
+}
+
+static size_t chaos_middle(size_t size)
+{
+    return sizeof(struct tagged) + ((chaos_last(size) - sizeof(struct tagged)) / 2 & ~(size_t)7);
+}
+
+static void chaos_stamp(struct tagged *b, size_t size, uint64_t tag)
+{
+    b->tag = tag;
+    b->size = size;
+    memcpy((char *)b + chaos_middle(size), &tag, 8);
+    memcpy((char *)b + chaos_last(size), &tag, 8);
+}
+
+static bool chaos_intact(const struct tagged *b)
+{
+    uint64_t mid, end;
+    memcpy(&mid, (const char *)b + chaos_middle(b->size), 8);
+    memcpy(&end, (const char *)b + chaos_last(b->size), 8);
+    return mid == b->tag && end == b->tag && lfh_malloc_usable_size((void *)b) >= b->size;
+}
+
+static void chaos_free(struct tagged *b)
+{
+    if (!b) return;
+    if (!chaos_intact(b)) CHAOS_ERROR();
+    lfh_free(b);
+}
+
+static size_t chaos_size(uint64_t r)
+{
+    if (r % 1000 == 0) return 65 * MIB + r % (5 * MIB);
+    if (r % 40 == 0) return 33 * KIB + r % (4 * MIB);
+    return 24 + r % (r % 8 == 0 ? 32 * KIB : 1024);
+}
+
+/* One allocation by a routine chosen by r; a failure must be ENOMEM. */
+static struct tagged *chaos_alloc(uint64_t r, size_t size)
+{
+    errno = 0;
+    void *p = NULL;
+    int err;
+    switch (r >> 20 & 3) {
+    case 0: {
+        p = lfh_calloc(1, size);
+        err = errno;
+        const uint64_t *words = p;
+        if (p && (words[0] || words[size / 16] || words[size / 8 - 1])) CHAOS_ERROR();
+        break;
+    }
+    case 1: {
+        size_t align = (size_t)64 << (r >> 24) % 7;
+        int ret = lfh_posix_memalign(&p, align, size);
+        err = ret;
+        if (ret != 0 ? p != NULL : (uintptr_t)p % align != 0) CHAOS_ERROR();
+        break;
+    }
+    default:
+        p = lfh_malloc(size);
+        err = errno;
+        break;
+    }
+    if (!p) {
+        atomic_fetch_add(&chaos_failures, 1);
+        if (err != ENOMEM) CHAOS_ERROR();
+    }
+    return p;
+}
+
+static void *chaos_worker(void *arg)
+{
+    uint64_t state = 0x9e3779b97f4a7c15u * ((uintptr_t)arg + 1);
+    struct tagged *held[CHAOS_HELD] = {0};
+    for (int op = 0; op < CHAOS_OPS; op++) {
+        uint64_t r = chaos_random(&state);
+        struct tagged **slot = &held[r % CHAOS_HELD];
+        unsigned what = (unsigned)(r >> 8) % 1000;
+        if (what < 3) {
+            lfh_malloc_trim(0); /* purges: decommits, and fresh chunks afterwards */
+        } else if (what < 450) {
+            size_t size = chaos_size(r >> 12);
+            struct tagged *b = chaos_alloc(r, size);
+            if (b) {
+                chaos_free(*slot);
+                chaos_stamp(b, size, r);
+                *slot = b;
+            }
+        } else if (what < 750) {
+            chaos_free(*slot);
+            *slot = NULL;
+        } else if (what < 880) {
+            if (!*slot) continue;
+            size_t size = chaos_size(r >> 16);
+            struct tagged old = **slot;
+            size_t old_mid = chaos_middle(old.size);
+            errno = 0;
+            struct tagged *b = lfh_realloc(*slot, size);
+            if (!b) {
+                atomic_fetch_add(&chaos_failures, 1);
+                if (errno != ENOMEM || !chaos_intact(*slot)) CHAOS_ERROR();
+                continue;
+            }
+            /* The contents up to the smaller size moved along. */
+            uint64_t mid = old.tag;
+            if (old_mid + 8 <= size) memcpy(&mid, (char *)b + old_mid, 8);
+            if (b->tag != old.tag || b->size != old.size || mid != old.tag) CHAOS_ERROR();
+            chaos_stamp(b, size, old.tag);
+            *slot = b;
+        } else {
+            /* Hand the block to whichever thread takes this swap slot next. */
+            struct tagged *got = atomic_exchange(&chaos_swaps[(r >> 16) % CHAOS_SWAPS], *slot);
+            if (got && !chaos_intact(got)) CHAOS_ERROR();
+            *slot = got;
+        }
+    }
+    for (int i = 0; i < CHAOS_HELD; i++)
+        chaos_free(held[i]);
+    return NULL;
+}
+
+static void *chaos_controller(void *arg)
+{
+    (void)arg;
+    uint64_t state = 12345;
+    while (!atomic_load(&chaos_stop)) {
+        uint64_t r = chaos_random(&state);
+        switch (r % 3) {
+        case 0:
+            os_fault_inject(0, false);
+            break;
+        case 1:
+            os_fault_inject(1 + (r >> 8) % 8, false);
+            break;
+        default:
+            os_fault_inject(1 + (r >> 8) % 4, true);
+            break;
+        }
+        usleep(200 + (r >> 16) % 800);
+    }
+    return NULL;
+}
+
+static void concurrent_failures_corrupt_nothing_body(void)
+{
+    pthread_t workers[CHAOS_THREADS], controller;
+    REQUIRE(pthread_create(&controller, NULL, chaos_controller, NULL) == 0);
+    for (uintptr_t i = 0; i < CHAOS_THREADS; i++)
+        REQUIRE(pthread_create(&workers[i], NULL, chaos_worker, (void *)i) == 0);
+    for (int i = 0; i < CHAOS_THREADS; i++)
+        pthread_join(workers[i], NULL);
+    atomic_store(&chaos_stop, 1);
+    pthread_join(controller, NULL);
+    os_fault_inject(0, false);
+    for (int i = 0; i < CHAOS_SWAPS; i++)
+        chaos_free(atomic_exchange(&chaos_swaps[i], NULL));
+    struct os_fault_stats stats;
+    os_fault_stats(&stats);
+    printf("# %llu OS calls, %llu failed; %d allocation calls failed with ENOMEM\n",
+           (unsigned long long)stats.calls, (unsigned long long)stats.failed,
+           atomic_load(&chaos_failures));
+    CHECK(stats.failed > 0);
+    CHECK(atomic_load(&chaos_errors) == 0);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void concurrent_failures_corrupt_nothing(void)
+{
+    CHECK(in_child(concurrent_failures_corrupt_nothing_body) == 0);
+}
+
 int main(void)
 {
     RUN(refused_unmaps_are_retried);
     RUN(refused_decommit_keeps_chunk_dirty);
     RUN(descriptor_chunk_failure_loses_nothing);
     RUN(trim_returns_orphaned_caches);
+    RUN(concurrent_failures_corrupt_nothing);
     return test_exit_status();
 }
