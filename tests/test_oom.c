@@ -7,11 +7,18 @@
  * the memory must really be back: no unmap pending, no descriptor in use, no dirty chunk,
  * every arena whole again (as many whole-arena chunks as arenas, without an OS call).
  *
- * - Targeted cases: a refused munmap is retried, a refused madvise keeps its chunk
- *   dirty, a failed descriptor chunk loses no descriptor, malloc_trim returns orphaned
- *   caches.
+ * - Targeted cases: a refused munmap is retried, a refused madvise keeps its chunk dirty,
+ *   a failed descriptor chunk loses no descriptor, malloc_trim returns orphaned caches.
  * - Concurrency: threads allocate, reallocate and free across threads while the
  *   injection keeps switching between none, single failures and exhaustion.
+ * - The sweep: a workload that uses every routine (small, medium, large and huge blocks,
+ *   calloc, realloc through every kind of block including the mremap path and the
+ *   in-place paths, the aligned routines, frees from a second thread, malloc_trim) runs
+ *   in a fresh child process once for every OS call it makes, that call failing once,
+ *   and again with every call failing from that one on ("memory exhausted"); then the
+ *   injection is lifted ("memory returns") and the same workload must succeed in full.
+ *
+ * Usage: test_oom [margin]   (calls past the reference count to try as well; default 8)
  */
 #include "arena.h"
 #include "heap.h"
@@ -463,12 +470,390 @@ static void concurrent_failures_corrupt_nothing(void)
     CHECK(in_child(concurrent_failures_corrupt_nothing_body) == 0);
 }
 
-int main(void)
+/* ---- blocks of the workload ------------------------------------------------------ */
+
+static inline uint8_t pattern_byte(uint8_t seed, size_t offset)
 {
+    return (uint8_t)(seed + offset * 31 + (offset >> 8));
+}
+
+static void pattern_fill(char *p, size_t size, uint8_t seed)
+{
+    size_t start, len;
+    for (unsigned k = 0; pattern_range(size, k, &start, &len); k++)
+        for (size_t i = start; i < start + len; i++)
+            p[i] = (char)pattern_byte(seed, i);
+}
+
+/* Whether the pattern of a block of `size` bytes is intact below `limit`. */
+static bool pattern_intact(const char *p, size_t size, uint8_t seed, size_t limit)
+{
+    size_t start, len;
+    for (unsigned k = 0; pattern_range(size, k, &start, &len); k++)
+        for (size_t i = start; i < start + len && i < limit; i++)
+            if ((uint8_t)p[i] != pattern_byte(seed, i)) return false;
+    return true;
+}
+
+struct block {
+    char *p;
+    size_t size;
+    uint8_t seed;
+};
+
+#define MAX_BLOCKS 1024
+
+struct run {
+    struct block blocks[MAX_BLOCKS];
+    int count;
+    bool must_succeed;  /* no injection: every call must succeed */
+    unsigned next_seed; /* distinct patterns for distinct blocks */
+    int api_failures;   /* routines that reported ENOMEM (correctly) */
+    int errors;         /* anything wrong; each is also reported on stderr */
+};
+
+static void error(struct run *r, const char *what, size_t size)
+{
+    fprintf(stderr, "  %s (size %zu)\n", what, size);
+    r->errors++;
+}
+
+/* Accounts for the result of an allocation routine that returned `p` for `size` bytes
+ * aligned to `align`: a failure must be ENOMEM; a block is checked and patterned. */
+static void adopt(struct run *r, void *p, size_t size, size_t align, int err)
+{
+    if (!p) {
+        if (err != ENOMEM)
+            error(r, "failed without ENOMEM", size);
+        else if (r->must_succeed)
+            error(r, "failed after the injection was lifted", size);
+        r->api_failures++;
+        return;
+    }
+    if ((uintptr_t)p % align || (uintptr_t)p % 16) error(r, "misaligned block", size);
+    if (lfh_malloc_usable_size(p) < size) error(r, "usable size below the request", size);
+    REQUIRE(r->count < MAX_BLOCKS);
+    struct block *b = &r->blocks[r->count++];
+    b->p = p;
+    b->size = size;
+    b->seed = (uint8_t)(r->next_seed++ * 37 + 1);
+    pattern_fill(p, size, b->seed);
+}
+
+static void check_block(struct run *r, const struct block *b)
+{
+    if (!pattern_intact(b->p, b->size, b->seed, b->size)) error(r, "block corrupted", b->size);
+}
+
+static void release(struct run *r, int index)
+{
+    struct block *b = &r->blocks[index];
+    check_block(r, b);
+    lfh_free(b->p);
+    *b = r->blocks[--r->count];
+}
+
+/* ---- the workload ----------------------------------------------------------------- */
+
+static void do_malloc(struct run *r, size_t size)
+{
+    errno = 0;
+    void *p = lfh_malloc(size);
+    adopt(r, p, size, 16, errno);
+}
+
+static void do_calloc(struct run *r, size_t count, size_t size)
+{
+    errno = 0;
+    char *p = lfh_calloc(count, size);
+    int err = errno;
+    if (p && !reads_zero(p, count * size)) error(r, "calloc's block is not zero", count * size);
+    adopt(r, p, count * size, 16, err);
+}
+
+/* calloc of a chunk size whose last tenant left it dirty, before and after a trim
+ * (which decommits the chunk unless the kernel refuses). */
+static void do_calloc_after_dirty(struct run *r, size_t size)
+{
+    for (int trim = 0; trim < 2; trim++) {
+        errno = 0;
+        char *dirty = lfh_malloc(size);
+        if (!dirty) {
+            adopt(r, dirty, size, 16, errno);
+            continue;
+        }
+        memset(dirty, 0xab, size);
+        lfh_free(dirty);
+        if (trim) lfh_malloc_trim(0);
+        do_calloc(r, 1, size);
+    }
+}
+
+/* Reallocates block `index` to `size` bytes: on success the old contents must have
+ * moved along, on failure the old block must be untouched. */
+static void do_realloc(struct run *r, int index, size_t size)
+{
+    struct block *b = &r->blocks[index];
+    errno = 0;
+    char *p = lfh_realloc(b->p, size);
+    if (!p) {
+        adopt(r, NULL, size, 16, errno);
+        check_block(r, b);
+        return;
+    }
+    size_t kept = b->size < size ? b->size : size;
+    if (!pattern_intact(p, b->size, b->seed, kept)) error(r, "realloc lost the contents", size);
+    if (lfh_malloc_usable_size(p) < size) error(r, "usable size below the request", size);
+    b->p = p;
+    b->size = size;
+    pattern_fill(p, size, b->seed);
+}
+
+static void do_aligned(struct run *r, size_t align, size_t size, int routine)
+{
+    errno = 0;
+    void *p = NULL;
+    switch (routine) {
+    case 0: {
+        void *out = &p;
+        int ret = lfh_posix_memalign(&out, align, size);
+        if (ret != 0 && out != &p) error(r, "posix_memalign changed *memptr on failure", size);
+        if (ret != 0 && ret != ENOMEM) error(r, "posix_memalign failed without ENOMEM", size);
+        adopt(r, ret == 0 ? out : NULL, size, align, ret == 0 ? 0 : ENOMEM);
+        return;
+    }
+    case 1:
+        p = lfh_aligned_alloc(align, size);
+        break;
+    case 2:
+        p = lfh_memalign(align, size);
+        break;
+    case 3:
+        p = lfh_valloc(size);
+        break;
+    default:
+        p = lfh_pvalloc(size);
+        break;
+    }
+    adopt(r, p, size, align, errno);
+}
+
+struct remote {
+    struct run *owner; /* frees blocks [from, to) of the owner's run */
+    int from, to;
+    struct run mine; /* what the thread allocates, handed to the owner */
+};
+
+static void *remote_thread(void *arg)
+{
+    struct remote *t = arg;
+    for (int i = t->from; i < t->to; i++) {
+        check_block(t->owner, &t->owner->blocks[i]);
+        lfh_free(t->owner->blocks[i].p);
+        t->owner->blocks[i].p = NULL;
+    }
+    for (unsigned i = 0; i < 150; i++)
+        do_malloc(&t->mine, 8 + (i * 97) % (i % 10 == 0 ? 40000 : 700));
+    do_malloc(&t->mine, 300 * KIB);
+    do_calloc(&t->mine, 3, MIB);
+    return NULL;
+}
+
+/* Frees blocks of the run from a second thread and takes over blocks it allocated. */
+static void do_remote(struct run *r)
+{
+    static struct remote t;
+    memset(&t, 0, sizeof t);
+    t.owner = r;
+    t.from = r->count / 4;
+    t.to = r->count / 2;
+    t.mine.must_succeed = r->must_succeed;
+    t.mine.next_seed = 1000;
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, remote_thread, &t) == 0);
+    REQUIRE(pthread_join(thread, NULL) == 0);
+    int kept = 0;
+    for (int i = 0; i < r->count; i++)
+        if (r->blocks[i].p) r->blocks[kept++] = r->blocks[i];
+    r->count = kept;
+    for (int i = 0; i < t.mine.count; i++) {
+        REQUIRE(r->count < MAX_BLOCKS);
+        r->blocks[r->count++] = t.mine.blocks[i];
+    }
+    r->api_failures += t.mine.api_failures;
+    r->errors += t.mine.errors;
+}
+
+/* Reallocates one block through every kind of block and back: small, medium, large
+ * (arena chunks), huge (its own mapping: grown with mremap, shrunk in place). */
+static void do_realloc_journey(struct run *r)
+{
+    static const size_t sizes[] = {100,       1000,      20 * KIB, 100 * KIB, 600 * KIB,
+                                   700 * KIB, 400 * KIB, 70 * MIB, 90 * MIB,  75 * MIB,
+                                   3 * MIB,   50 * KIB,  40 * KIB, 30};
+    int index = r->count;
+    do_malloc(r, 24);
+    if (r->count == index) return; /* the first malloc failed */
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        do_realloc(r, index, sizes[i]);
+}
+
+static void workload(struct run *r)
+{
+    for (unsigned i = 0; i < 120; i++)
+        do_malloc(r, 1 + (i * 37) % 1024);
+    for (unsigned i = 0; i < 16; i++)
+        do_malloc(r, 1024 + i * 2000);
+    static const size_t large[] = {40 * KIB, 200 * KIB, MIB, 3 * MIB, 9 * MIB, 64 * MIB};
+    for (size_t i = 0; i < sizeof large / sizeof large[0]; i++)
+        do_malloc(r, large[i]);
+    do_malloc(r, 80 * MIB);
+    do_malloc(r, 65 * MIB + 1);
+    do_calloc(r, 3, 100);
+    do_calloc(r, 20, KIB);
+    do_calloc(r, 256, KIB);
+    do_calloc(r, 2, MIB);
+    do_calloc(r, 70, MIB);
+    do_calloc_after_dirty(r, 256 * KIB);
+    do_realloc_journey(r);
+    do_aligned(r, 64, 100, 0);
+    do_aligned(r, 4096, 5000, 0);
+    do_aligned(r, MIB, 300 * KIB, 0);
+    do_aligned(r, 128 * MIB, 4096, 0);
+    do_aligned(r, 256, 1024, 1);
+    do_aligned(r, 32 * KIB, 40000, 2);
+    do_aligned(r, 4096, 10000, 3);
+    do_aligned(r, 4096, 5000, 4);
+    for (int i = r->count - 1; i >= 0; i -= 2)
+        release(r, i);
+    lfh_malloc_trim(0);
+    do_remote(r);
+    for (unsigned i = 0; i < 100; i++)
+        do_malloc(r, 16 + (i * 53) % 3000);
+    do_malloc(r, 2 * MIB);
+    do_malloc(r, 100 * MIB);
+}
+
+/* ---- the sweep: injected run, recovery, memory back ------------------------------- */
+
+/* What the parent asks of a child, and what the child reports back (in a shared page). */
+struct sweep_child {
+    uint64_t nth; /* the OS call to fail first, 0 for none */
+    bool persistent;
+    uint64_t calls;  /* OS calls the injected workload made */
+    uint64_t failed; /* of which failed */
+    int api_failures;
+};
+
+static long resident_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static struct sweep_child *sweep_child;
+static struct run first_run, second_run;
+
+static void sweep_child_body(void)
+{
+    long resident_start = resident_kib();
+    struct os_fault_stats start, end;
+    os_fault_stats(&start);
+    os_fault_inject(sweep_child->nth, sweep_child->persistent);
+    first_run.next_seed = 1;
+    workload(&first_run);
+    os_fault_inject(0, false); /* memory returns */
+    os_fault_stats(&end);
+    sweep_child->calls = end.calls - start.calls;
+    sweep_child->failed = end.failed - start.failed;
+    sweep_child->api_failures = first_run.api_failures;
+
+    second_run.must_succeed = true;
+    second_run.next_seed = 500;
+    workload(&second_run);
+    while (first_run.count)
+        release(&first_run, first_run.count - 1);
+    while (second_run.count)
+        release(&second_run, second_run.count - 1);
+    CHECK(first_run.errors == 0 && second_run.errors == 0);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+    long resident = resident_kib() - resident_start;
+    if (resident > 8 * 1024)
+        fprintf(stderr, "  resident size %ld KiB above its start after trim\n", resident);
+    CHECK(resident <= 8 * 1024);
+}
+
+static uint64_t reference_calls;
+static unsigned margin = 8;
+
+static void reference_workload_succeeds(void)
+{
+    memset(sweep_child, 0, sizeof *sweep_child);
+    CHECK(in_child(sweep_child_body) == 0);
+    CHECK(sweep_child->failed == 0 && sweep_child->api_failures == 0);
+    reference_calls = sweep_child->calls;
+    CHECK(reference_calls > 20);
+    printf("# the workload makes %llu OS calls\n", (unsigned long long)reference_calls);
+}
+
+static void sweep(bool persistent)
+{
+    int api_failures = 0;
+    for (uint64_t nth = 1; nth <= reference_calls + margin; nth++) {
+        memset(sweep_child, 0, sizeof *sweep_child);
+        sweep_child->nth = nth;
+        sweep_child->persistent = persistent;
+        int status = in_child(sweep_child_body);
+        /* The calls before the injected one are the reference's, so the injection must
+         * hit exactly when the reference made that many calls. */
+        bool hit = nth <= reference_calls;
+        bool injected = persistent ? (sweep_child->failed > 0) == hit : sweep_child->failed == hit;
+        if (status != 0 || !injected) {
+            fprintf(stderr, "  %s from OS call %llu: exit status %d, %llu calls failed\n",
+                    persistent ? "exhausted" : "one failure", (unsigned long long)nth, status,
+                    (unsigned long long)sweep_child->failed);
+            test_failures++;
+        }
+        api_failures += sweep_child->api_failures;
+    }
+    printf("# %s: %llu runs, %d allocation calls failed with ENOMEM\n",
+           persistent ? "exhausted" : "one failure", (unsigned long long)(reference_calls + margin),
+           api_failures);
+    CHECK(api_failures > 0);
+}
+
+static void each_os_call_fails_once(void)
+{
+    sweep(false);
+}
+
+static void memory_exhausted_from_each_os_call(void)
+{
+    sweep(true);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) margin = (unsigned)atoi(argv[1]);
+    /* No purge by the clock during a run: the calls must be the same in every child. */
+    setenv("LFHEAP_PURGE_MS", "60000", 1);
+    sweep_child =
+        mmap(NULL, sizeof *sweep_child, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(sweep_child != MAP_FAILED);
     RUN(refused_unmaps_are_retried);
     RUN(refused_decommit_keeps_chunk_dirty);
     RUN(descriptor_chunk_failure_loses_nothing);
     RUN(trim_returns_orphaned_caches);
     RUN(concurrent_failures_corrupt_nothing);
+    RUN(reference_workload_succeeds);
+    REQUIRE(reference_calls > 0);
+    RUN(each_os_call_fails_once);
+    RUN(memory_exhausted_from_each_os_call);
     return test_exit_status();
 }
