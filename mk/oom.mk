@@ -4,4 +4,4 @@ $(BUILD)/t-fault/%: tests/%.c $(BUILD)/liblfheap-fault.a $(wildcard tests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -DLFHEAP_FAULT_INJECTION $< -o $@ $(BUILD)/liblfheap-fault.a -lm
 
-TEST_BINS += $(BUILD)/t-fault/test_oom
+TEST_BINS += $(BUILD)/t-fault/test_oom $(BUILD)/t-plain/test_ulimit

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Out of memory (issue 6): the failure-injection tests (build/t-fault/test_oom), and
-# the release libraries carry no trace of the switch.
+# Out of memory (issue 6): every OS call of a workload failed in turn, once and for good,
+# with the failure-injection library (build/t-fault); a real run under `ulimit -v` with
+# the release library preloaded; and the release libraries carry no trace of the switch.
 # Prints one PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
+lib=$PWD/build/liblfheap.so
 
 # run NAME COMMAND...: the command's output is passed through, with NAME in front of its
 # PASS/FAIL lines; a command that prints none is judged by its exit status.
@@ -27,6 +29,7 @@ run() {
 }
 
 run oom build/t-fault/test_oom
+run oom-ulimit bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_ulimit"
 
 # The switch leaves nothing in the release libraries: no symbol, no debug-information
 # name (the fault variant, which must have them, shows that the patterns would match).
