@@ -419,7 +419,7 @@ size_t heap_descriptors_in_use(void)
 {
     size_t in_use = atomic_load_explicit(&desc_high_water, memory_order_relaxed);
     in_use -= stack_length(&desc_free_stack, false);
-    for (unsigned cls = 0; cls < SIZECLASS_COUNT; cls++)
+    for (size_t cls = 0; cls < sizeof partial_stacks / sizeof partial_stacks[0]; cls++)
         for (unsigned shard = 0; shard < HEAP_SHARDS; shard++)
             in_use -= stack_length(&partial_stacks[cls][shard].head, true);
     return in_use;
