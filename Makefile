@@ -22,12 +22,14 @@ LIB_SRC := $(filter-out src/park.c,$(wildcard src/*.c)) $(wildcard src/*.S)
 LIB_HDR := $(wildcard src/*.h) $(wildcard include/*.h)
 
 # Library variants: name, extra flags. The release one overrides malloc; "prefix" exports
-# only the lfh_* names (for tests beside the system allocator and under sanitizers).
-VARIANTS := release prefix tsan asan
+# only the lfh_* names (for tests beside the system allocator and under sanitizers);
+# "fault" adds the OS layer's failure injection (src/os.h) for the out-of-memory tests.
+VARIANTS := release prefix tsan asan fault
 FLAGS_release :=
 FLAGS_prefix  := -DLFHEAP_PREFIX_ONLY
 FLAGS_tsan    := -DLFHEAP_PREFIX_ONLY -fsanitize=thread -O1
 FLAGS_asan    := -DLFHEAP_PREFIX_ONLY -fsanitize=address,undefined -fno-sanitize-recover=all -O1
+FLAGS_fault   := -DLFHEAP_PREFIX_ONLY -DLFHEAP_FAULT_INJECTION
 
 define variant_rules
 $(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile
@@ -63,6 +65,7 @@ $(BUILD)/liblfheap-%.a: $$(OBJS_$$*)
 #   build/t-tsan/NAME  the same under ThreadSanitizer
 #   build/t-asan/NAME  the same under AddressSanitizer + UBSan
 #   build/t-plain/NAME plain program calling malloc, run with LD_PRELOAD
+#   build/t-fault/NAME with the failure-injection library (rules in mk/oom.mk)
 TEST_CFLAGS := $(CSTD) $(WARN) -O1 -g -Iinclude -Isrc -pthread
 $(BUILD)/t/%: tests/%.c $(BUILD)/liblfheap-prefix.a $(wildcard tests/*.h)
 	@mkdir -p $(@D)

@@ -170,12 +170,16 @@ static uint32_t dirty_take_all(unsigned order)
 
 /* ---- purging ---------------------------------------------------------------------- */
 
-static void chunk_release(uint32_t id, size_t chunk)
+/* Decommits a chunk and returns it to its buddy. False if the kernel would not decommit
+ * it: then it must stay dirty (the buddy promises zeros) and waits for the next purge. */
+static bool chunk_release(uint32_t id, size_t chunk)
 {
     struct arena *a = id_arena(id);
     void *p = a->base + id_page(id) * ARENA_MIN_CHUNK;
-    os_decommit(p, chunk);
+    if (!os_decommit(p, chunk))
+        return false;
     buddy_free(a->buddy, p);
+    return true;
 }
 
 /* Releases the chunks of one stack that waited at least `delay` ms (all if force). */
@@ -192,8 +196,7 @@ static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool for
         /* Relaxed: the chain is ours since the acquire CAS that took it. */
         uint32_t next = atomic_load_explicit(&a->next[page], memory_order_relaxed);
         uint32_t freed = atomic_load_explicit(&a->freed_ms[page], memory_order_relaxed);
-        if (force || now - freed >= delay) {
-            chunk_release(id, chunk);
+        if ((force || now - freed >= delay) && chunk_release(id, chunk)) {
             released++;
         } else {
             atomic_store_explicit(&a->next[page], keep_first, memory_order_relaxed);
@@ -213,6 +216,7 @@ size_t arena_purge_all(void)
     size_t released = 0;
     for (unsigned order = 0; order < ARENA_ORDERS; order++)
         released += purge_order(order, 0, 0, true);
+    os_retry();
     return released;
 }
 
@@ -233,6 +237,7 @@ void arena_tick(void)
         if ((uint32_t)atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed) !=
             CHUNK_NONE)
             purge_order(order, now, delay, false);
+    os_retry();
 }
 
 /* ---- arenas ----------------------------------------------------------------------- */
@@ -375,5 +380,16 @@ unsigned arena_busy_count(void)
             busy++;
     }
     return busy;
+}
+#endif
+
+#ifdef LFHEAP_FAULT_INJECTION
+unsigned arena_count_mapped(void)
+{
+    unsigned mapped = 0;
+    unsigned count = atomic_load_explicit(&arena_count, memory_order_acquire);
+    for (unsigned i = 0; i < count; i++)
+        mapped += arena_at(i) != NULL;
+    return mapped;
 }
 #endif

@@ -11,7 +11,8 @@
  * lock-free stack per chunk size, where the next request of that size takes it without a
  * system call. Chunks that have waited longer than the purge delay are decommitted
  * (madvise) and only then released to the buddy, so every free page inside a buddy reads
- * as zero, and a chunk is never decommitted while someone uses it: it is on the stack
+ * as zero (a chunk the kernel refuses to decommit stays on its stack, dirty, until the
+ * next purge), and a chunk is never decommitted while someone uses it: it is on the stack
  * (owned by the stack) or taken (owned by one thread), never both.
  */
 #ifndef LFHEAP_ARENA_H
@@ -50,6 +51,11 @@ void arena_tick(void);
  * thread is inside lfheap and after malloc_trim, when nothing should be: then any arena
  * it counts holds a chunk that was lost. */
 unsigned arena_busy_count(void);
+#endif
+
+#ifdef LFHEAP_FAULT_INJECTION
+/* Test view of the fault-injection build: how many arenas are mapped (never unmapped). */
+unsigned arena_count_mapped(void);
 #endif
 
 #endif

@@ -105,36 +105,49 @@ static struct descriptor *stack_pop(_Atomic uint64_t *head)
     } while (1);
 }
 
+/* The chunk of descriptors with index `chunk_index`, mapped if need be; NULL when out of
+ * memory. */
+static struct descriptor *desc_chunk(uint32_t chunk_index)
+{
+    if (chunk_index >= DESC_CHUNK_COUNT)
+        return NULL;
+    struct descriptor *chunk =
+        atomic_load_explicit(&desc_chunks[chunk_index], memory_order_acquire);
+    if (chunk)
+        return chunk;
+    size_t bytes = sizeof(struct descriptor) << DESC_CHUNK_SHIFT;
+    struct descriptor *fresh = os_map(bytes, OS_PAGE_SIZE);
+    if (!fresh)
+        return NULL;
+    LFH_PARK(HEAP_DESC_CHUNK);
+    /* Release publishes the zeroed chunk; on failure adopt the winner's chunk. */
+    if (atomic_compare_exchange_strong_explicit(&desc_chunks[chunk_index], &chunk, fresh,
+                                                memory_order_release, memory_order_acquire))
+        return fresh;
+    os_unmap(fresh, bytes);
+    return chunk;
+}
+
 static struct descriptor *desc_alloc(void)
 {
     struct descriptor *d = stack_pop(&desc_free_stack);
     if (d)
         return d;
-    /* Relaxed: the counter only hands out distinct indices; the chunk's publication is
-     * ordered by its own CAS. */
-    uint32_t index = atomic_fetch_add_explicit(&desc_high_water, 1, memory_order_relaxed) + 1;
+    /* An index is taken only once its chunk is mapped, so running out of memory loses
+     * none. Relaxed: the counter only hands out distinct indices; the chunk's
+     * publication is ordered by its own CAS. */
+    uint32_t high = atomic_load_explicit(&desc_high_water, memory_order_relaxed);
+    struct descriptor *chunk;
+    do {
+        chunk = desc_chunk((high + 1) >> DESC_CHUNK_SHIFT);
+        if (!chunk)
+            return NULL;
+        /* A failed CAS means another thread took an index: lock-free. */
+    } while (!atomic_compare_exchange_weak_explicit(&desc_high_water, &high, high + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
     LFH_PARK(HEAP_DESC_FRESH);
-    uint32_t chunk_index = index >> DESC_CHUNK_SHIFT;
-    if (chunk_index >= DESC_CHUNK_COUNT)
-        return NULL;
-    struct descriptor *chunk =
-        atomic_load_explicit(&desc_chunks[chunk_index], memory_order_acquire);
-    if (!chunk) {
-        size_t bytes = sizeof(struct descriptor) << DESC_CHUNK_SHIFT;
-        struct descriptor *fresh = os_map(bytes, OS_PAGE_SIZE);
-        if (!fresh)
-            return NULL; /* this index is lost; indices are plentiful */
-        LFH_PARK(HEAP_DESC_CHUNK);
-        /* Release publishes the zeroed chunk; on failure adopt the winner's chunk. */
-        if (atomic_compare_exchange_strong_explicit(&desc_chunks[chunk_index], &chunk, fresh,
-                                                    memory_order_release,
-                                                    memory_order_acquire))
-            chunk = fresh;
-        else
-            os_unmap(fresh, bytes);
-    }
-    d = &chunk[index & ((1u << DESC_CHUNK_SHIFT) - 1)];
-    d->self = index;
+    d = &chunk[(high + 1) & ((1u << DESC_CHUNK_SHIFT) - 1)];
+    d->self = high + 1;
     return d;
 }
 
@@ -465,3 +478,32 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     d->size = bytes;
     return dest;
 }
+
+#ifdef LFHEAP_FAULT_INJECTION
+/* ---- test view -------------------------------------------------------------------- */
+
+/* Descriptors on a stack; with only_empty, those of EMPTY superblocks only. The heap is
+ * quiescent: acquire on the head is all it takes to read what the last pushes wrote. */
+static size_t stack_length(_Atomic uint64_t *head, bool only_empty)
+{
+    size_t length = 0;
+    uint32_t index = (uint32_t)atomic_load_explicit(head, memory_order_acquire);
+    while (index != DESC_NONE) {
+        struct descriptor *d = desc_at(index);
+        uint64_t anchor = atomic_load_explicit(&d->anchor, memory_order_relaxed);
+        length += !only_empty || anchor_state(anchor) == ANCHOR_EMPTY;
+        index = atomic_load_explicit(&d->next, memory_order_relaxed);
+    }
+    return length;
+}
+
+size_t heap_descriptors_in_use(void)
+{
+    size_t in_use = atomic_load_explicit(&desc_high_water, memory_order_relaxed);
+    in_use -= stack_length(&desc_free_stack, false);
+    for (size_t cls = 0; cls < sizeof partial_stacks / sizeof partial_stacks[0]; cls++)
+        for (unsigned shard = 0; shard < HEAP_SHARDS; shard++)
+            in_use -= stack_length(&partial_stacks[cls][shard].head, true);
+    return in_use;
+}
+#endif

@@ -180,4 +180,11 @@ void heap_large_free(struct descriptor *desc);
  * block untouched) otherwise. The record (heap_props) is the caller's to update. */
 void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
 
+#ifdef LFHEAP_FAULT_INJECTION
+/* Test view of the fault-injection build, for a quiescent heap: descriptors that are
+ * neither free nor EMPTY on a partial stack, i.e. those of live superblocks and large
+ * blocks (0 once every block is freed and every cache flushed). */
+size_t heap_descriptors_in_use(void);
+#endif
+
 #endif

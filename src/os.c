@@ -2,14 +2,108 @@
  * os: mmap/munmap/madvise/mremap wrappers. Aligned mappings over-reserve by the
  * alignment and trim both ends, which costs at most two extra munmap calls and never
  * leaves an unaligned mapping behind.
+ *
+ * Refused unmaps wait in a small table of slots. A slot is claimed by a CAS on its size
+ * (0: free) and published by a release store of its address; a retrying thread takes the
+ * address with an exchange, so each range is retried by one thread at a time, and frees
+ * the slot by clearing the size once the range is gone. No thread waits for another.
  */
 #include "os.h"
 
-#include <stdint.h>
+#include <errno.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
+
+#ifdef LFHEAP_FAULT_INJECTION
+/* Relaxed throughout: the test sets the injection from one thread and orders it with the
+ * threads it starts and joins; the counters only count. */
+static _Atomic uint64_t fault_calls;
+static _Atomic uint64_t fault_failed;
+static _Atomic uint64_t fault_first; /* number of the first call to fail; 0: none */
+static _Atomic bool fault_persistent;
+
+/* Counts one OS call and says whether it is to fail. */
+static bool os_fault(void)
+{
+    uint64_t call = atomic_fetch_add_explicit(&fault_calls, 1, memory_order_relaxed) + 1;
+    uint64_t first = atomic_load_explicit(&fault_first, memory_order_relaxed);
+    if (first == 0 || call < first ||
+        (call > first && !atomic_load_explicit(&fault_persistent, memory_order_relaxed)))
+        return false;
+    atomic_fetch_add_explicit(&fault_failed, 1, memory_order_relaxed);
+    errno = ENOMEM;
+    return true;
+}
+#else
+/* A macro, not a function: the release build keeps no trace of the switch, not even a
+ * name in its debug information. */
+#define os_fault() false
+#endif
+
+/* ---- refused unmaps --------------------------------------------------------------- */
+
+#define OS_DEFERRED_SLOTS 64 /* refusals outstanding at once before a range is abandoned */
+
+struct os_deferred {
+    _Atomic uintptr_t addr; /* 0 while free, being claimed, or being retried */
+    _Atomic size_t size;    /* 0 while free */
+};
+
+static struct os_deferred os_deferred[OS_DEFERRED_SLOTS];
+static _Atomic unsigned os_deferred_count;
+
+static void os_defer_unmap(void *addr, size_t size)
+{
+    for (unsigned i = 0; i < OS_DEFERRED_SLOTS; i++) {
+        size_t expected = 0;
+        /* Relaxed claim: the slot's contents are published by the release store below. */
+        if (!atomic_compare_exchange_strong_explicit(&os_deferred[i].size, &expected, size,
+                                                     memory_order_relaxed,
+                                                     memory_order_relaxed))
+            continue;
+        atomic_fetch_add_explicit(&os_deferred_count, 1, memory_order_relaxed);
+        /* Release: a retrier that takes the address reads this slot's size. */
+        atomic_store_explicit(&os_deferred[i].addr, (uintptr_t)addr, memory_order_release);
+        return;
+    }
+    /* Every slot taken: the range stays reserved for good, but its pages go back. */
+    madvise(addr, size, MADV_DONTNEED);
+}
+
+void os_retry(void)
+{
+    /* Relaxed: a range deferred after this load is retried by the next call. */
+    if (atomic_load_explicit(&os_deferred_count, memory_order_relaxed) == 0)
+        return;
+    for (unsigned i = 0; i < OS_DEFERRED_SLOTS; i++) {
+        /* Acquire pairs with the publishing store: the size is the deferrer's. */
+        uintptr_t addr = atomic_exchange_explicit(&os_deferred[i].addr, 0, memory_order_acquire);
+        if (!addr)
+            continue;
+        size_t size = atomic_load_explicit(&os_deferred[i].size, memory_order_relaxed);
+        if (os_fault() || munmap((void *)addr, size) != 0) {
+            /* Release: the next retrier reads the size again. */
+            atomic_store_explicit(&os_deferred[i].addr, addr, memory_order_release);
+            continue;
+        }
+        atomic_fetch_sub_explicit(&os_deferred_count, 1, memory_order_relaxed);
+        /* Relaxed: nothing but the slot itself is handed to its next claimer. */
+        atomic_store_explicit(&os_deferred[i].size, 0, memory_order_relaxed);
+    }
+}
+
+/* ---- the calls -------------------------------------------------------------------- */
+
+static void unmap_or_defer(void *addr, size_t size)
+{
+    if (munmap(addr, size) != 0)
+        os_defer_unmap(addr, size);
+}
 
 void *os_map(size_t size, size_t align)
 {
+    if (os_fault())
+        return NULL;
     if (align <= OS_PAGE_SIZE) {
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         return p == MAP_FAILED ? NULL : p;
@@ -24,23 +118,44 @@ void *os_map(size_t size, size_t align)
     size_t head = start - (uintptr_t)raw;
     size_t tail = padded - head - size;
     if (head)
-        munmap(raw, head);
+        unmap_or_defer(raw, head);
     if (tail)
-        munmap((char *)start + size, tail);
+        unmap_or_defer((char *)start + size, tail);
     return (void *)start;
 }
 
 void os_unmap(void *addr, size_t size)
 {
-    munmap(addr, size);
+    if (os_fault())
+        os_defer_unmap(addr, size);
+    else
+        unmap_or_defer(addr, size);
 }
 
-void os_decommit(void *addr, size_t size)
+bool os_decommit(void *addr, size_t size)
 {
-    madvise(addr, size, MADV_DONTNEED);
+    return !os_fault() && madvise(addr, size, MADV_DONTNEED) == 0;
 }
 
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
 {
+    if (os_fault())
+        return false;
     return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
 }
+
+#ifdef LFHEAP_FAULT_INJECTION
+void os_fault_inject(uint64_t nth, bool persistent)
+{
+    uint64_t now = atomic_load_explicit(&fault_calls, memory_order_relaxed);
+    atomic_store_explicit(&fault_persistent, persistent, memory_order_relaxed);
+    atomic_store_explicit(&fault_first, nth ? now + nth : 0, memory_order_relaxed);
+}
+
+void os_fault_stats(struct os_fault_stats *out)
+{
+    out->calls = atomic_load_explicit(&fault_calls, memory_order_relaxed);
+    out->failed = atomic_load_explicit(&fault_failed, memory_order_relaxed);
+    out->pending = atomic_load_explicit(&os_deferred_count, memory_order_relaxed);
+}
+#endif

@@ -3,12 +3,18 @@
  * page-aligned, zero-filled regions here and gives them back here; no layer calls mmap
  * itself. All calls are thin wrappers over mmap/munmap/madvise/mremap, which are the only
  * blocking operations in lfheap (DESIGN.md, property 1).
+ *
+ * Failure: every call can fail, and a failed call changes nothing the layer above can
+ * see. os_map returns NULL, os_move false, os_decommit false (the pages keep their
+ * contents, so the caller must not count them as zero); a refused unmap is kept here
+ * and done later by os_retry (the caller may forget the range at once).
  */
 #ifndef LFHEAP_OS_H
 #define LFHEAP_OS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The granule of every OS request and of the page map. Linux on x86-64 and most aarch64
  * kernels use 4 KiB pages; lfheap assumes them. */
@@ -18,15 +24,39 @@
  * aligned to `align` (a power of two, at least OS_PAGE_SIZE). NULL when the kernel says no. */
 void *os_map(size_t size, size_t align);
 
-/* Give the range back to the kernel entirely. */
+/* Give the range back to the kernel entirely. If the kernel refuses (munmap can fail
+ * with ENOMEM when it would have to split a mapping beyond vm.max_map_count), the range
+ * stays reserved until a later os_retry unmaps it; nobody may touch it meanwhile. */
 void os_unmap(void *addr, size_t size);
 
-/* Keep the range reserved but let the kernel drop its pages; it reads back as zeros. */
-void os_decommit(void *addr, size_t size);
+/* Keep the range reserved but let the kernel drop its pages; it then reads back as
+ * zeros. False if the kernel refused: the pages may still hold their old contents. */
+bool os_decommit(void *addr, size_t size);
 
 /* Moves the pages of [old, old + old_size) onto [dest, dest + new_size), a mapping the
  * caller made with os_map, growing to new_size; the old range is unmapped. False on
  * failure, and then both mappings are as they were. */
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size);
+
+/* Retries the unmaps the kernel refused; cheap when there are none. Called when the
+ * arenas purge, so that memory given back during a shortage goes back after it. */
+void os_retry(void);
+
+#ifdef LFHEAP_FAULT_INJECTION
+/* Failure injection, compiled only into the test variant (`liblfheap-fault.a`): each
+ * call above (and each retried unmap) counts as one OS call, and the injected ones fail
+ * as the kernel's would (ENOMEM), before reaching the kernel. */
+
+/* The `nth` OS call from now (1: the next) fails; with `persistent`, every call from
+ * that one on fails too, until os_fault_inject(0, false) lifts the injection. */
+void os_fault_inject(uint64_t nth, bool persistent);
+
+struct os_fault_stats {
+    uint64_t calls;  /* OS calls made since the program started */
+    uint64_t failed; /* of which failed by injection */
+    size_t pending;  /* refused unmaps waiting for os_retry */
+};
+void os_fault_stats(struct os_fault_stats *out);
+#endif
 
 #endif

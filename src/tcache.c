@@ -339,13 +339,14 @@ static unsigned flush_cache(struct tcache *tc)
 
 unsigned tcache_flush_all(void)
 {
-    unsigned cached = flush_cache(&tcache_self);
+    unsigned cached = 0;
     struct tcache *orphan;
     while ((orphan = orphan_take()) != NULL) {
         cached += flush_cache(orphan);
         release_block(orphan);
     }
-    return cached;
+    /* Last: the orphans' own blocks were just freed into this cache. */
+    return cached + flush_cache(&tcache_self);
 }
 
 /* Leaves the calling thread's cache in an orphan slot; false if no slot or no memory. */

@@ -1,0 +1,859 @@
+/*
+ * Out of memory (issue 6), with the OS layer's failure injection (build/t-fault,
+ * src/os.h). Every routine that fails must fail the standard way (NULL and ENOMEM;
+ * posix_memalign returns ENOMEM and leaves *memptr alone; realloc keeps the old block),
+ * nothing may be corrupted (every block keeps the pattern written into it, calloc's
+ * blocks read as zeros), and once memory returns and everything is freed and trimmed,
+ * the memory must really be back: no unmap pending, no descriptor in use, no dirty chunk,
+ * every arena whole again (as many whole-arena chunks as arenas, without an OS call).
+ *
+ * - Targeted cases: a refused munmap is retried, a refused madvise keeps its chunk dirty,
+ *   a failed descriptor chunk loses no descriptor, malloc_trim returns orphaned caches.
+ * - Concurrency: threads allocate, reallocate and free across threads while the
+ *   injection keeps switching between none, single failures and exhaustion.
+ * - The sweep: a workload that uses every routine (small, medium, large and huge blocks,
+ *   calloc, realloc through every kind of block including the mremap path and the
+ *   in-place paths, the aligned routines, frees from a second thread, malloc_trim) runs
+ *   in a fresh child process once for every OS call it makes, that call failing once,
+ *   and again with every call failing from that one on ("memory exhausted"); then the
+ *   injection is lifted ("memory returns") and the same workload must succeed in full.
+ *
+ * Usage: test_oom [margin]   (calls past the reference count to try as well; default 8)
+ */
+#include "arena.h"
+#include "heap.h"
+#include "lfheap.h"
+#include "os.h"
+#include "testutil.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+
+/* ---- checks --------------------------------------------------------------------- */
+
+/* Blocks up to PATTERN_FULL bytes carry a pattern in every byte; larger ones in their
+ * first and last KiB and in 64 bytes at each of PATTERN_SPOTS points spread evenly
+ * between, so that a huge block costs as little as a medium one. */
+#define PATTERN_FULL  (64 * KIB)
+#define PATTERN_SPOTS 62
+
+static bool pattern_range(size_t size, unsigned k, size_t *start, size_t *len)
+{
+    if (size <= PATTERN_FULL) {
+        *start = 0;
+        *len = size;
+        return k == 0;
+    }
+    if (k < 2) {
+        *start = k == 0 ? 0 : size - KIB;
+        *len = KIB;
+        return true;
+    }
+    *start = size / (PATTERN_SPOTS + 2) * (k - 1);
+    *len = 64;
+    return k < PATTERN_SPOTS + 2;
+}
+
+/* Zeros everywhere up to 1 MiB, else at the pattern's positions. */
+static bool reads_zero(const char *p, size_t size)
+{
+    if (size <= MIB) {
+        for (size_t i = 0; i < size; i++)
+            if (p[i]) return false;
+        return true;
+    }
+    size_t start, len;
+    for (unsigned k = 0; pattern_range(size, k, &start, &len); k++)
+        for (size_t i = start; i < start + len; i++)
+            if (p[i]) return false;
+    return true;
+}
+
+/* Every arena must be whole: as many whole-arena chunks as there are arenas, each known
+ * to be zero, and not one OS call to get them. */
+static bool arenas_whole(void)
+{
+    static char *whole[4096];
+    unsigned arenas = arena_count_mapped();
+    struct os_fault_stats before, after;
+    os_fault_stats(&before);
+    unsigned got = 0;
+    bool zeroed = true;
+    while (got < arenas && got < 4096 && zeroed) {
+        whole[got] = arena_alloc(ARENA_MAX_CHUNK, &zeroed);
+        if (!whole[got]) break;
+        got++;
+    }
+    os_fault_stats(&after);
+    bool whole_again = got == arenas && zeroed && after.calls == before.calls;
+    if (!whole_again)
+        fprintf(stderr, "  %u arenas, %u whole-arena chunks found with %llu OS calls\n", arenas,
+                got, (unsigned long long)(after.calls - before.calls));
+    for (unsigned i = 0; i < got; i++)
+        arena_free(whole[i], ARENA_MAX_CHUNK);
+    arena_purge_all();
+    return whole_again;
+}
+
+/* After every block is freed and malloc_trim has run, the memory must really be back: no
+ * unmap pending, no descriptor in use, no dirty chunk left, every arena whole. */
+static bool memory_is_back(void)
+{
+    struct os_fault_stats stats;
+    os_fault_stats(&stats);
+    size_t in_use = heap_descriptors_in_use();
+    size_t dirty = arena_purge_all();
+    if (stats.pending || in_use || dirty)
+        fprintf(stderr, "  %zu unmaps pending, %zu descriptors in use, %zu dirty chunks\n",
+                stats.pending, in_use, dirty);
+    return arenas_whole() && !stats.pending && !in_use && !dirty;
+}
+
+/* Runs `body` in a fresh child (the parent never touches lfheap, so every child starts
+ * from the same state); returns its exit status, 0 if it found nothing wrong. */
+static int in_child(void (*body)(void))
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        body();
+        fflush(stdout);
+        fflush(stderr);
+        _exit(test_failures ? 1 : 0);
+    }
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    if (WIFSIGNALED(status)) fprintf(stderr, "  killed by signal %d\n", WTERMSIG(status));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static bool is_mapped(void *p)
+{
+    unsigned char resident;
+    return mincore(p, 1, &resident) == 0;
+}
+
+/* ---- refused munmap and madvise -------------------------------------------------- */
+
+/* The kernel may refuse a munmap (a split beyond vm.max_map_count); the range must then
+ * go back once the kernel agrees, not leak. */
+static void refused_unmaps_are_retried_body(void)
+{
+    char *huge[3];
+    for (int i = 0; i < 3; i++) {
+        huge[i] = lfh_malloc(70 * MIB);
+        REQUIRE(huge[i]);
+        memset(huge[i], i + 1, KIB);
+    }
+    os_fault_inject(1, true); /* memory exhausted: every call fails */
+    lfh_free(huge[0]);
+    lfh_free(huge[1]);
+    CHECK(lfh_realloc(huge[2], 20 * MIB) == huge[2]); /* in place: the tail stays */
+    struct os_fault_stats stats;
+    os_fault_stats(&stats);
+    CHECK(stats.pending == 3);
+    CHECK(is_mapped(huge[0]) && is_mapped(huge[1]) && is_mapped(huge[2] + 30 * MIB));
+    CHECK(huge[2][KIB - 1] == 3 && lfh_malloc_usable_size(huge[2]) >= 20 * MIB);
+    lfh_malloc_trim(0); /* still refused */
+    os_fault_stats(&stats);
+    CHECK(stats.pending == 3);
+    os_fault_inject(0, false); /* memory returns */
+    lfh_malloc_trim(0);
+    os_fault_stats(&stats);
+    CHECK(stats.pending == 0);
+    CHECK(!is_mapped(huge[0]) && !is_mapped(huge[1]) && !is_mapped(huge[2] + 30 * MIB));
+    CHECK(is_mapped(huge[2]) && huge[2][0] == 3);
+    lfh_free(huge[2]);
+    CHECK(memory_is_back());
+}
+
+static void refused_unmaps_are_retried(void)
+{
+    CHECK(in_child(refused_unmaps_are_retried_body) == 0);
+}
+
+/* A chunk whose decommit the kernel refused still holds its old contents: it must not
+ * be handed to calloc as known zeros. */
+static void refused_decommit_keeps_chunk_dirty_body(void)
+{
+    for (int round = 0; round < 2; round++) {
+        char *p = lfh_malloc(256 * KIB);
+        REQUIRE(p);
+        memset(p, 0xab, 256 * KIB);
+        lfh_free(p);
+        os_fault_inject(round == 0 ? 1 : 0, true);
+        lfh_malloc_trim(0); /* round 0: the decommit is refused */
+        char *q = lfh_calloc(1, 256 * KIB);
+        REQUIRE(q);
+        CHECK(reads_zero(q, 256 * KIB));
+        os_fault_inject(0, false);
+        lfh_free(q);
+    }
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void refused_decommit_keeps_chunk_dirty(void)
+{
+    CHECK(in_child(refused_decommit_keeps_chunk_dirty_body) == 0);
+}
+
+/* ---- descriptors and caches ------------------------------------------------------ */
+
+/* The first allocation maps the first chunk of descriptors; when that fails, no
+ * descriptor index may be lost for good. */
+static void descriptor_chunk_failure_loses_nothing_body(void)
+{
+    os_fault_inject(1, false);
+    errno = 0;
+    CHECK(lfh_malloc(16) == NULL && errno == ENOMEM);
+    void *p = lfh_malloc(16);
+    CHECK(p != NULL);
+    lfh_free(p);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void descriptor_chunk_failure_loses_nothing(void)
+{
+    CHECK(in_child(descriptor_chunk_failure_loses_nothing_body) == 0);
+}
+
+static void *allocate_and_exit(void *arg)
+{
+    (void)arg;
+    void *blocks[100];
+    for (int i = 0; i < 100; i++)
+        blocks[i] = lfh_malloc(100);
+    for (int i = 0; i < 100; i++)
+        lfh_free(blocks[i]);
+    return NULL;
+}
+
+/* A thread's cache outlives it (an orphan for the next thread to adopt); malloc_trim
+ * must return it whole, including the block the orphan's copy lives in. */
+static void trim_returns_orphaned_caches_body(void)
+{
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, allocate_and_exit, NULL) == 0);
+    REQUIRE(pthread_join(thread, NULL) == 0);
+    CHECK(heap_descriptors_in_use() > 0);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void trim_returns_orphaned_caches(void)
+{
+    CHECK(in_child(trim_returns_orphaned_caches_body) == 0);
+}
+
+/* ---- failures under concurrency -------------------------------------------------- */
+
+/* Threads allocate, reallocate, free and hand blocks to each other while a controller
+ * keeps switching the injection between none, single failures and exhaustion, so that
+ * failures land in the middle of races (two threads mapping the same leaf, descriptor
+ * chunk or arena slot, purges beside allocations). Blocks carry a tag in their first,
+ * middle and last words. */
+#define CHAOS_THREADS 4
+#define CHAOS_OPS     20000
+#define CHAOS_HELD    128
+#define CHAOS_SWAPS   64
+
+struct tagged {
+    uint64_t tag;
+    size_t size;
+};
+
+static _Atomic(struct tagged *) chaos_swaps[CHAOS_SWAPS];
+static _Atomic int chaos_errors, chaos_failures, chaos_stop;
+
+/* Counts an error; the first few also say where. */
+#define CHAOS_ERROR()                                                                              \
+    do {                                                                                           \
+        if (atomic_fetch_add(&chaos_errors, 1) < 5)                                                \
+            fprintf(stderr, "  chaos error at line %d\n", __LINE__);                               \
+    } while (0)
+
+static uint64_t chaos_random(uint64_t *state)
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/* Where the copies of the tag go: the last whole word of the block and a word halfway
+ * between it and the header (the same word in a block of 24 to 31 bytes). */
+static size_t chaos_last(size_t size)
+{
+    return (size - 8) & ~(size_t)7;
+}
+
+static size_t chaos_middle(size_t size)
+{
+    return sizeof(struct tagged) + ((chaos_last(size) - sizeof(struct tagged)) / 2 & ~(size_t)7);
+}
+
+static void chaos_stamp(struct tagged *b, size_t size, uint64_t tag)
+{
+    b->tag = tag;
+    b->size = size;
+    memcpy((char *)b + chaos_middle(size), &tag, 8);
+    memcpy((char *)b + chaos_last(size), &tag, 8);
+}
+
+static bool chaos_intact(const struct tagged *b)
+{
+    uint64_t mid, end;
+    memcpy(&mid, (const char *)b + chaos_middle(b->size), 8);
+    memcpy(&end, (const char *)b + chaos_last(b->size), 8);
+    return mid == b->tag && end == b->tag && lfh_malloc_usable_size((void *)b) >= b->size;
+}
+
+static void chaos_free(struct tagged *b)
+{
+    if (!b) return;
+    if (!chaos_intact(b)) CHAOS_ERROR();
+    lfh_free(b);
+}
+
+static size_t chaos_size(uint64_t r)
+{
+    if (r % 1000 == 0) return 65 * MIB + r % (5 * MIB);
+    if (r % 40 == 0) return 33 * KIB + r % (4 * MIB);
+    return 24 + r % (r % 8 == 0 ? 32 * KIB : 1024);
+}
+
+/* One allocation by a routine chosen by r; a failure must be ENOMEM. */
+static struct tagged *chaos_alloc(uint64_t r, size_t size)
+{
+    errno = 0;
+    void *p = NULL;
+    int err;
+    switch (r >> 20 & 3) {
+    case 0: {
+        p = lfh_calloc(1, size);
+        err = errno;
+        const uint64_t *words = p;
+        if (p && (words[0] || words[size / 16] || words[size / 8 - 1])) CHAOS_ERROR();
+        break;
+    }
+    case 1: {
+        size_t align = (size_t)64 << (r >> 24) % 7;
+        int ret = lfh_posix_memalign(&p, align, size);
+        err = ret;
+        if (ret != 0 ? p != NULL : (uintptr_t)p % align != 0) CHAOS_ERROR();
+        break;
+    }
+    default:
+        p = lfh_malloc(size);
+        err = errno;
+        break;
+    }
+    if (!p) {
+        atomic_fetch_add(&chaos_failures, 1);
+        if (err != ENOMEM) CHAOS_ERROR();
+    }
+    return p;
+}
+
+static void *chaos_worker(void *arg)
+{
+    uint64_t state = 0x9e3779b97f4a7c15u * ((uintptr_t)arg + 1);
+    struct tagged *held[CHAOS_HELD] = {0};
+    for (int op = 0; op < CHAOS_OPS; op++) {
+        uint64_t r = chaos_random(&state);
+        struct tagged **slot = &held[r % CHAOS_HELD];
+        unsigned what = (unsigned)(r >> 8) % 1000;
+        if (what < 3) {
+            lfh_malloc_trim(0); /* purges: decommits, and fresh chunks afterwards */
+        } else if (what < 450) {
+            size_t size = chaos_size(r >> 12);
+            struct tagged *b = chaos_alloc(r, size);
+            if (b) {
+                chaos_free(*slot);
+                chaos_stamp(b, size, r);
+                *slot = b;
+            }
+        } else if (what < 750) {
+            chaos_free(*slot);
+            *slot = NULL;
+        } else if (what < 880) {
+            if (!*slot) continue;
+            size_t size = chaos_size(r >> 16);
+            struct tagged old = **slot;
+            size_t old_mid = chaos_middle(old.size);
+            errno = 0;
+            struct tagged *b = lfh_realloc(*slot, size);
+            if (!b) {
+                atomic_fetch_add(&chaos_failures, 1);
+                if (errno != ENOMEM || !chaos_intact(*slot)) CHAOS_ERROR();
+                continue;
+            }
+            /* The contents up to the smaller size moved along. */
+            uint64_t mid = old.tag;
+            if (old_mid + 8 <= size) memcpy(&mid, (char *)b + old_mid, 8);
+            if (b->tag != old.tag || b->size != old.size || mid != old.tag) CHAOS_ERROR();
+            chaos_stamp(b, size, old.tag);
+            *slot = b;
+        } else {
+            /* Hand the block to whichever thread takes this swap slot next. */
+            struct tagged *got = atomic_exchange(&chaos_swaps[(r >> 16) % CHAOS_SWAPS], *slot);
+            if (got && !chaos_intact(got)) CHAOS_ERROR();
+            *slot = got;
+        }
+    }
+    for (int i = 0; i < CHAOS_HELD; i++)
+        chaos_free(held[i]);
+    return NULL;
+}
+
+static void *chaos_controller(void *arg)
+{
+    (void)arg;
+    uint64_t state = 12345;
+    while (!atomic_load(&chaos_stop)) {
+        uint64_t r = chaos_random(&state);
+        switch (r % 3) {
+        case 0:
+            os_fault_inject(0, false);
+            break;
+        case 1:
+            os_fault_inject(1 + (r >> 8) % 8, false);
+            break;
+        default:
+            os_fault_inject(1 + (r >> 8) % 4, true);
+            break;
+        }
+        usleep(200 + (r >> 16) % 800);
+    }
+    return NULL;
+}
+
+static void concurrent_failures_corrupt_nothing_body(void)
+{
+    pthread_t workers[CHAOS_THREADS], controller;
+    REQUIRE(pthread_create(&controller, NULL, chaos_controller, NULL) == 0);
+    for (uintptr_t i = 0; i < CHAOS_THREADS; i++)
+        REQUIRE(pthread_create(&workers[i], NULL, chaos_worker, (void *)i) == 0);
+    for (int i = 0; i < CHAOS_THREADS; i++)
+        pthread_join(workers[i], NULL);
+    atomic_store(&chaos_stop, 1);
+    pthread_join(controller, NULL);
+    os_fault_inject(0, false);
+    for (int i = 0; i < CHAOS_SWAPS; i++)
+        chaos_free(atomic_exchange(&chaos_swaps[i], NULL));
+    struct os_fault_stats stats;
+    os_fault_stats(&stats);
+    printf("# %llu OS calls, %llu failed; %d allocation calls failed with ENOMEM\n",
+           (unsigned long long)stats.calls, (unsigned long long)stats.failed,
+           atomic_load(&chaos_failures));
+    CHECK(stats.failed > 0);
+    CHECK(atomic_load(&chaos_errors) == 0);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void concurrent_failures_corrupt_nothing(void)
+{
+    CHECK(in_child(concurrent_failures_corrupt_nothing_body) == 0);
+}
+
+/* ---- blocks of the workload ------------------------------------------------------ */
+
+static inline uint8_t pattern_byte(uint8_t seed, size_t offset)
+{
+    return (uint8_t)(seed + offset * 31 + (offset >> 8));
+}
+
+static void pattern_fill(char *p, size_t size, uint8_t seed)
+{
+    size_t start, len;
+    for (unsigned k = 0; pattern_range(size, k, &start, &len); k++)
+        for (size_t i = start; i < start + len; i++)
+            p[i] = (char)pattern_byte(seed, i);
+}
+
+/* Whether the pattern of a block of `size` bytes is intact below `limit`. */
+static bool pattern_intact(const char *p, size_t size, uint8_t seed, size_t limit)
+{
+    size_t start, len;
+    for (unsigned k = 0; pattern_range(size, k, &start, &len); k++)
+        for (size_t i = start; i < start + len && i < limit; i++)
+            if ((uint8_t)p[i] != pattern_byte(seed, i)) return false;
+    return true;
+}
+
+struct block {
+    char *p;
+    size_t size;
+    uint8_t seed;
+};
+
+#define MAX_BLOCKS 1024
+
+struct run {
+    struct block blocks[MAX_BLOCKS];
+    int count;
+    bool must_succeed;  /* no injection: every call must succeed */
+    unsigned next_seed; /* distinct patterns for distinct blocks */
+    int api_failures;   /* routines that reported ENOMEM (correctly) */
+    int errors;         /* anything wrong; each is also reported on stderr */
+};
+
+static void error(struct run *r, const char *what, size_t size)
+{
+    fprintf(stderr, "  %s (size %zu)\n", what, size);
+    r->errors++;
+}
+
+/* Accounts for the result of an allocation routine that returned `p` for `size` bytes
+ * aligned to `align`: a failure must be ENOMEM; a block is checked and patterned. */
+static void adopt(struct run *r, void *p, size_t size, size_t align, int err)
+{
+    if (!p) {
+        if (err != ENOMEM)
+            error(r, "failed without ENOMEM", size);
+        else if (r->must_succeed)
+            error(r, "failed after the injection was lifted", size);
+        r->api_failures++;
+        return;
+    }
+    if ((uintptr_t)p % align || (uintptr_t)p % 16) error(r, "misaligned block", size);
+    if (lfh_malloc_usable_size(p) < size) error(r, "usable size below the request", size);
+    REQUIRE(r->count < MAX_BLOCKS);
+    struct block *b = &r->blocks[r->count++];
+    b->p = p;
+    b->size = size;
+    b->seed = (uint8_t)(r->next_seed++ * 37 + 1);
+    pattern_fill(p, size, b->seed);
+}
+
+static void check_block(struct run *r, const struct block *b)
+{
+    if (!pattern_intact(b->p, b->size, b->seed, b->size)) error(r, "block corrupted", b->size);
+}
+
+static void release(struct run *r, int index)
+{
+    struct block *b = &r->blocks[index];
+    check_block(r, b);
+    lfh_free(b->p);
+    *b = r->blocks[--r->count];
+}
+
+/* ---- the workload ----------------------------------------------------------------- */
+
+static void do_malloc(struct run *r, size_t size)
+{
+    errno = 0;
+    void *p = lfh_malloc(size);
+    adopt(r, p, size, 16, errno);
+}
+
+static void do_calloc(struct run *r, size_t count, size_t size)
+{
+    errno = 0;
+    char *p = lfh_calloc(count, size);
+    int err = errno;
+    if (p && !reads_zero(p, count * size)) error(r, "calloc's block is not zero", count * size);
+    adopt(r, p, count * size, 16, err);
+}
+
+/* calloc of a chunk size whose last tenant left it dirty, before and after a trim
+ * (which decommits the chunk unless the kernel refuses). */
+static void do_calloc_after_dirty(struct run *r, size_t size)
+{
+    for (int trim = 0; trim < 2; trim++) {
+        errno = 0;
+        char *dirty = lfh_malloc(size);
+        if (!dirty) {
+            adopt(r, dirty, size, 16, errno);
+            continue;
+        }
+        memset(dirty, 0xab, size);
+        lfh_free(dirty);
+        if (trim) lfh_malloc_trim(0);
+        do_calloc(r, 1, size);
+    }
+}
+
+/* Reallocates block `index` to `size` bytes: on success the old contents must have
+ * moved along, on failure the old block must be untouched. */
+static void do_realloc(struct run *r, int index, size_t size)
+{
+    struct block *b = &r->blocks[index];
+    errno = 0;
+    char *p = lfh_realloc(b->p, size);
+    if (!p) {
+        adopt(r, NULL, size, 16, errno);
+        check_block(r, b);
+        return;
+    }
+    size_t kept = b->size < size ? b->size : size;
+    if (!pattern_intact(p, b->size, b->seed, kept)) error(r, "realloc lost the contents", size);
+    if (lfh_malloc_usable_size(p) < size) error(r, "usable size below the request", size);
+    b->p = p;
+    b->size = size;
+    pattern_fill(p, size, b->seed);
+}
+
+static void do_aligned(struct run *r, size_t align, size_t size, int routine)
+{
+    errno = 0;
+    void *p = NULL;
+    switch (routine) {
+    case 0: {
+        void *out = &p;
+        int ret = lfh_posix_memalign(&out, align, size);
+        if (ret != 0 && out != &p) error(r, "posix_memalign changed *memptr on failure", size);
+        if (ret != 0 && ret != ENOMEM) error(r, "posix_memalign failed without ENOMEM", size);
+        adopt(r, ret == 0 ? out : NULL, size, align, ret == 0 ? 0 : ENOMEM);
+        return;
+    }
+    case 1:
+        p = lfh_aligned_alloc(align, size);
+        break;
+    case 2:
+        p = lfh_memalign(align, size);
+        break;
+    case 3:
+        p = lfh_valloc(size);
+        break;
+    default:
+        p = lfh_pvalloc(size);
+        break;
+    }
+    adopt(r, p, size, align, errno);
+}
+
+struct remote {
+    struct run *owner; /* frees blocks [from, to) of the owner's run */
+    int from, to;
+    struct run mine; /* what the thread allocates, handed to the owner */
+};
+
+static void *remote_thread(void *arg)
+{
+    struct remote *t = arg;
+    for (int i = t->from; i < t->to; i++) {
+        check_block(t->owner, &t->owner->blocks[i]);
+        lfh_free(t->owner->blocks[i].p);
+        t->owner->blocks[i].p = NULL;
+    }
+    for (unsigned i = 0; i < 150; i++)
+        do_malloc(&t->mine, 8 + (i * 97) % (i % 10 == 0 ? 40000 : 700));
+    do_malloc(&t->mine, 300 * KIB);
+    do_calloc(&t->mine, 3, MIB);
+    return NULL;
+}
+
+/* Frees blocks of the run from a second thread and takes over blocks it allocated. */
+static void do_remote(struct run *r)
+{
+    static struct remote t;
+    memset(&t, 0, sizeof t);
+    t.owner = r;
+    t.from = r->count / 4;
+    t.to = r->count / 2;
+    t.mine.must_succeed = r->must_succeed;
+    t.mine.next_seed = 1000;
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, remote_thread, &t) == 0);
+    REQUIRE(pthread_join(thread, NULL) == 0);
+    int kept = 0;
+    for (int i = 0; i < r->count; i++)
+        if (r->blocks[i].p) r->blocks[kept++] = r->blocks[i];
+    r->count = kept;
+    for (int i = 0; i < t.mine.count; i++) {
+        REQUIRE(r->count < MAX_BLOCKS);
+        r->blocks[r->count++] = t.mine.blocks[i];
+    }
+    r->api_failures += t.mine.api_failures;
+    r->errors += t.mine.errors;
+}
+
+/* Reallocates one block through every kind of block and back: small, medium, large
+ * (arena chunks), huge (its own mapping: grown with mremap, shrunk in place). */
+static void do_realloc_journey(struct run *r)
+{
+    static const size_t sizes[] = {100,       1000,      20 * KIB, 100 * KIB, 600 * KIB,
+                                   700 * KIB, 400 * KIB, 70 * MIB, 90 * MIB,  75 * MIB,
+                                   3 * MIB,   50 * KIB,  40 * KIB, 30};
+    int index = r->count;
+    do_malloc(r, 24);
+    if (r->count == index) return; /* the first malloc failed */
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        do_realloc(r, index, sizes[i]);
+}
+
+static void workload(struct run *r)
+{
+    for (unsigned i = 0; i < 120; i++)
+        do_malloc(r, 1 + (i * 37) % 1024);
+    for (unsigned i = 0; i < 16; i++)
+        do_malloc(r, 1024 + i * 2000);
+    static const size_t large[] = {40 * KIB, 200 * KIB, MIB, 3 * MIB, 9 * MIB, 64 * MIB};
+    for (size_t i = 0; i < sizeof large / sizeof large[0]; i++)
+        do_malloc(r, large[i]);
+    do_malloc(r, 80 * MIB);
+    do_malloc(r, 65 * MIB + 1);
+    do_calloc(r, 3, 100);
+    do_calloc(r, 20, KIB);
+    do_calloc(r, 256, KIB);
+    do_calloc(r, 2, MIB);
+    do_calloc(r, 70, MIB);
+    do_calloc_after_dirty(r, 256 * KIB);
+    do_realloc_journey(r);
+    do_aligned(r, 64, 100, 0);
+    do_aligned(r, 4096, 5000, 0);
+    do_aligned(r, MIB, 300 * KIB, 0);
+    do_aligned(r, 128 * MIB, 4096, 0);
+    do_aligned(r, 256, 1024, 1);
+    do_aligned(r, 32 * KIB, 40000, 2);
+    do_aligned(r, 4096, 10000, 3);
+    do_aligned(r, 4096, 5000, 4);
+    for (int i = r->count - 1; i >= 0; i -= 2)
+        release(r, i);
+    lfh_malloc_trim(0);
+    do_remote(r);
+    for (unsigned i = 0; i < 100; i++)
+        do_malloc(r, 16 + (i * 53) % 3000);
+    do_malloc(r, 2 * MIB);
+    do_malloc(r, 100 * MIB);
+}
+
+/* ---- the sweep: injected run, recovery, memory back ------------------------------- */
+
+/* What the parent asks of a child, and what the child reports back (in a shared page). */
+struct sweep_child {
+    uint64_t nth; /* the OS call to fail first, 0 for none */
+    bool persistent;
+    uint64_t calls;  /* OS calls the injected workload made */
+    uint64_t failed; /* of which failed */
+    int api_failures;
+};
+
+static long resident_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static struct sweep_child *sweep_child;
+static struct run first_run, second_run;
+
+static void sweep_child_body(void)
+{
+    long resident_start = resident_kib();
+    struct os_fault_stats start, end;
+    os_fault_stats(&start);
+    os_fault_inject(sweep_child->nth, sweep_child->persistent);
+    first_run.next_seed = 1;
+    workload(&first_run);
+    os_fault_inject(0, false); /* memory returns */
+    os_fault_stats(&end);
+    sweep_child->calls = end.calls - start.calls;
+    sweep_child->failed = end.failed - start.failed;
+    sweep_child->api_failures = first_run.api_failures;
+
+    second_run.must_succeed = true;
+    second_run.next_seed = 500;
+    workload(&second_run);
+    while (first_run.count)
+        release(&first_run, first_run.count - 1);
+    while (second_run.count)
+        release(&second_run, second_run.count - 1);
+    CHECK(first_run.errors == 0 && second_run.errors == 0);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+    long resident = resident_kib() - resident_start;
+    if (resident > 8 * 1024)
+        fprintf(stderr, "  resident size %ld KiB above its start after trim\n", resident);
+    CHECK(resident <= 8 * 1024);
+}
+
+static uint64_t reference_calls;
+static unsigned margin = 8;
+
+static void reference_workload_succeeds(void)
+{
+    memset(sweep_child, 0, sizeof *sweep_child);
+    CHECK(in_child(sweep_child_body) == 0);
+    CHECK(sweep_child->failed == 0 && sweep_child->api_failures == 0);
+    reference_calls = sweep_child->calls;
+    CHECK(reference_calls > 20);
+    printf("# the workload makes %llu OS calls\n", (unsigned long long)reference_calls);
+}
+
+static void sweep(bool persistent)
+{
+    int api_failures = 0;
+    for (uint64_t nth = 1; nth <= reference_calls + margin; nth++) {
+        memset(sweep_child, 0, sizeof *sweep_child);
+        sweep_child->nth = nth;
+        sweep_child->persistent = persistent;
+        int status = in_child(sweep_child_body);
+        /* The calls before the injected one are the reference's, so the injection must
+         * hit exactly when the reference made that many calls. */
+        bool hit = nth <= reference_calls;
+        bool injected = persistent ? (sweep_child->failed > 0) == hit : sweep_child->failed == hit;
+        if (status != 0 || !injected) {
+            fprintf(stderr, "  %s from OS call %llu: exit status %d, %llu calls failed\n",
+                    persistent ? "exhausted" : "one failure", (unsigned long long)nth, status,
+                    (unsigned long long)sweep_child->failed);
+            test_failures++;
+        }
+        api_failures += sweep_child->api_failures;
+    }
+    printf("# %s: %llu runs, %d allocation calls failed with ENOMEM\n",
+           persistent ? "exhausted" : "one failure", (unsigned long long)(reference_calls + margin),
+           api_failures);
+    CHECK(api_failures > 0);
+}
+
+static void each_os_call_fails_once(void)
+{
+    sweep(false);
+}
+
+static void memory_exhausted_from_each_os_call(void)
+{
+    sweep(true);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1) margin = (unsigned)atoi(argv[1]);
+    /* No purge by the clock during a run: the calls must be the same in every child. */
+    setenv("LFHEAP_PURGE_MS", "60000", 1);
+    sweep_child =
+        mmap(NULL, sizeof *sweep_child, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(sweep_child != MAP_FAILED);
+    RUN(refused_unmaps_are_retried);
+    RUN(refused_decommit_keeps_chunk_dirty);
+    RUN(descriptor_chunk_failure_loses_nothing);
+    RUN(trim_returns_orphaned_caches);
+    RUN(concurrent_failures_corrupt_nothing);
+    RUN(reference_workload_succeeds);
+    REQUIRE(reference_calls > 0);
+    RUN(each_os_call_fails_once);
+    RUN(memory_exhausted_from_each_os_call);
+    return test_exit_status();
+}
