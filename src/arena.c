@@ -331,11 +331,18 @@ static void *alloc_from_new_arena(size_t chunk)
     return p;
 }
 
-void *arena_alloc(size_t size, bool *zeroed)
+/* A chunk of *chunk_size bytes or, with take_double, maybe a freed one of twice that
+ * (then *chunk_size says so). */
+static void *arena_alloc_chunk(size_t *chunk_size, bool *zeroed, bool take_double)
 {
     arena_tick();
-    size_t chunk = arena_chunk_size(size);
+    size_t chunk = *chunk_size;
     uint32_t id = dirty_pop(chunk_order(chunk));
+    if (id == CHUNK_NONE && take_double) {
+        id = dirty_pop(chunk_order(chunk) + 1);
+        if (id != CHUNK_NONE)
+            *chunk_size = 2 * chunk;
+    }
     if (id != CHUNK_NONE) {
         *zeroed = false;
         return id_chunk(id);
@@ -348,6 +355,19 @@ void *arena_alloc(size_t size, bool *zeroed)
     if (!p)
         p = alloc_from_new_arena(chunk);
     return p;
+}
+
+void *arena_alloc(size_t size, bool *zeroed)
+{
+    size_t chunk = arena_chunk_size(size);
+    return arena_alloc_chunk(&chunk, zeroed, false);
+}
+
+void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
+{
+    *chunk_size = arena_chunk_size(size);
+    bool take_double = *chunk_size >= ARENA_LARGE_REUSE_MIN && *chunk_size < ARENA_MAX_CHUNK;
+    return arena_alloc_chunk(chunk_size, zeroed, take_double);
 }
 
 void arena_free(void *chunk, size_t size)

@@ -34,7 +34,18 @@ size_t arena_chunk_size(size_t size);
  * arena can be mapped. */
 void *arena_alloc(size_t size, bool *zeroed);
 
-/* Gives back a chunk from arena_alloc(size). */
+/* Large blocks of at least this many bytes may get a chunk twice their size, below. */
+#define ARENA_LARGE_REUSE_MIN ((size_t)1 << 20)
+
+/* A chunk for a large block of `size` bytes: arena_alloc's, except that when no freed
+ * chunk of that size waits but one twice as big does, that one, whose pages its previous
+ * tenant left resident: reusing it costs no page faults, where a fresh chunk faults in
+ * every page the block touches (chunks come in powers of two, so blocks of varying sizes
+ * rarely find a freed chunk of their own size). Only at or above ARENA_LARGE_REUSE_MIN,
+ * where faults dominate. *chunk_size says which size the chunk has. */
+void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size);
+
+/* Gives back a chunk from arena_alloc(size) (or of arena_alloc_large's chunk_size). */
 void arena_free(void *chunk, size_t size);
 
 /* Decommits and releases every waiting chunk now (malloc_trim); returns how many. */

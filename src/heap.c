@@ -401,8 +401,7 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
         start = os_map(bytes, align);
         *zeroed = true;
     } else {
-        bytes = arena_chunk_size(chunk_request);
-        start = arena_alloc(bytes, zeroed);
+        start = arena_alloc_large(chunk_request, zeroed, &bytes);
     }
     if (!start) {
         desc_retire(d);

@@ -136,9 +136,40 @@ static void dirty_chunks_are_reused(void)
     arena_free(c, 64 * 1024);
 }
 
+/* A large block takes a freed chunk twice its size when none of its own size waits, and
+ * only then; superblock-sized requests never do. */
+static void large_blocks_reuse_a_double_chunk(void)
+{
+    arena_purge_all(); /* no chunk waits */
+    bool zeroed;
+    size_t chunk;
+    char *a = arena_alloc_large(12 << 20, &zeroed, &chunk);
+    REQUIRE(a);
+    CHECK(chunk == (16u << 20) && zeroed);
+    memset(a, 0x3d, 12 << 20);
+    arena_free(a, chunk);
+    char *b = arena_alloc_large(5 << 20, &zeroed, &chunk); /* 8 MiB wanted, 16 MiB waits */
+    CHECK(b == a && chunk == (16u << 20) && !zeroed && b[(12 << 20) - 1] == 0x3d);
+    char *c = arena_alloc_large(5 << 20, &zeroed, &chunk); /* nothing waits: a fresh one */
+    REQUIRE(c);
+    CHECK(c != a && chunk == (8u << 20) && zeroed);
+    arena_free(b, 16 << 20);
+    arena_free(c, 8 << 20);
+    /* below the threshold the size is exact */
+    char *d = arena_alloc_large(ARENA_LARGE_REUSE_MIN, &zeroed, &chunk);
+    REQUIRE(d);
+    arena_free(d, chunk);
+    char *e = arena_alloc_large(ARENA_LARGE_REUSE_MIN / 2, &zeroed, &chunk);
+    REQUIRE(e);
+    CHECK(chunk == ARENA_LARGE_REUSE_MIN / 2 && e != d);
+    arena_free(e, chunk);
+    arena_purge_all();
+}
+
 int main(void)
 {
     RUN(dirty_chunks_are_reused);
+    RUN(large_blocks_reuse_a_double_chunk);
     RUN(concurrent_chunks_with_purges);
     RUN(everything_coalesces_after_purge);
     return test_exit_status();
