@@ -110,9 +110,11 @@ static struct tcache *orphan_take(void)
 static void tcache_setup(struct tcache *tc)
 {
     /* Under valgrind the cache stays empty, so that every call reaches a slow path that
-     * reports the block to memcheck (vgclient.h). */
+     * reports the block to memcheck (vgclient.h); thread exit still accounts for a
+     * handler that never returned. */
     if (vgclient_running()) {
         tc->id = TCACHE_ID_EXITED;
+        tcache_register_exit(tc);
         return;
     }
     struct tcache *orphan = orphan_take();
@@ -496,7 +498,7 @@ static void tcache_thread_exit(void *unused)
     busy_enter();
     if (LFH_UNLIKELY(hide_depth != 0))
         hidden_at_exit(&tcache_self);
-    else if (!tcache_orphan(&tcache_self))
+    else if (tcache_self.id != TCACHE_ID_EXITED && !tcache_orphan(&tcache_self))
         flush_cache(&tcache_self);
     tcache_self.id = TCACHE_ID_EXITED;
     busy_leave();
