@@ -362,9 +362,9 @@ void *heap_large_resize(struct descriptor *d, size_t size)
         /* A chunk keeps its size: stay while the block fills more than half of it. */
         return bytes <= old_bytes && bytes > old_bytes / 2 ? old : NULL;
     }
-    /* Under valgrind a block that changes size moves (memcheck then sees a malloc, a
+    /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
      * copy and a free), so that no resize escapes its bookkeeping. */
-    if (vgclient_running())
+    if (vgclient_memcheck())
         return NULL;
     if (bytes < old_bytes) {
         /* Shrink in place: unregister the tail before the kernel can hand it out. */

@@ -109,10 +109,10 @@ static struct tcache *orphan_take(void)
 
 static void tcache_setup(struct tcache *tc)
 {
-    /* Under valgrind the cache stays empty, so that every call reaches a slow path that
+    /* Under memcheck the cache stays empty, so that every call reaches a slow path that
      * reports the block to memcheck (vgclient.h); thread exit still accounts for a
      * handler that never returned. */
-    if (vgclient_running()) {
+    if (vgclient_memcheck()) {
         tc->id = TCACHE_ID_EXITED;
         tcache_register_exit(tc);
         return;

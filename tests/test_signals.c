@@ -30,6 +30,14 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 /* Present when lfheap is linked or preloaded. */
 extern void lfh_signal_counters_get(struct lfh_signal_counters *out) __attribute__((weak));
@@ -437,9 +445,10 @@ static void check_stress(enum install how)
     CHECK(atomic_load(&worker_errors) == 0);
     CHECK(atomic_load(&arity_errors) == 0);
     /* Enough signals, and enough of them inside lfheap, to have tried the dangerous case
-     * many times over. */
+     * many times over. (valgrind delivers signals where its scheduler looks for them, not
+     * at any instruction: there the run only has to be clean.) */
     CHECK(r.handled >= signals_per_variant / 2);
-    CHECK(r.inside >= r.handled / 100 && r.inside >= 50);
+    if (!RUNNING_ON_VALGRIND) CHECK(r.inside >= r.handled / 100 && r.inside >= 50);
     if (how == INSTALL_NESTED) CHECK(r.nested >= 50 && r.deepest >= 2);
 }
 
