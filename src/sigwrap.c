@@ -71,7 +71,8 @@ static _Atomic uint64_t sigwrap_actions[NSIG];
 static _Atomic uint64_t sigwrap_interrupting;
 
 /* The signal-return trampoline, as every wrapper finds it (relaxed: each wrapper stores
- * the same value before it can return to it). Its two instructions fit in 16 bytes. */
+ * the same value, once, before it can return to it; loaded first so that the line stays
+ * shared). Its two instructions fit in 16 bytes. */
 static _Atomic uintptr_t sigwrap_restorer;
 #define SIGWRAP_RESTORER_BYTES 16
 
@@ -96,8 +97,9 @@ static unsigned interrupted_where(const void *context)
 
 static void sigwrap_handler(int sig, siginfo_t *info, void *context)
 {
-    atomic_store_explicit(&sigwrap_restorer, (uintptr_t)__builtin_return_address(0),
-                          memory_order_relaxed);
+    uintptr_t restorer = (uintptr_t)__builtin_return_address(0);
+    if (atomic_load_explicit(&sigwrap_restorer, memory_order_relaxed) != restorer)
+        atomic_store_explicit(&sigwrap_restorer, restorer, memory_order_relaxed);
     /* Acquire pairs with the installing exchange: the handler's code was in place before
      * its address was published. */
     uint64_t action = atomic_load_explicit(&sigwrap_actions[sig], memory_order_acquire);

@@ -12,12 +12,14 @@
 #ifndef LFHEAP_SIGWRAP_H
 #define LFHEAP_SIGWRAP_H
 
+#include "common.h"
+
 #include <stdint.h>
 
 /* Internal counters for tests (exported from every variant; not part of lfheap.h). */
 struct lfh_signal_counters {
     uint64_t delivered;        /* signals that reached a handler through the wrapper */
-    uint64_t in_code;          /* ... that interrupted an instruction of lfheap */
+    uint64_t in_code;          /* ... that interrupted lfheap's code (or the sigreturn) */
     uint64_t in_slow_path;     /* ... that interrupted a slow path elsewhere (libc calls) */
     uint64_t caches_reclaimed; /* exited threads whose handler never returned: cache whole */
     uint64_t caches_abandoned; /* ... cache possibly half updated, left out of use */
@@ -25,7 +27,6 @@ struct lfh_signal_counters {
     uint64_t bytes_abandoned;  /* and their bytes */
 };
 
-__attribute__((visibility("default"))) void
-lfh_signal_counters_get(struct lfh_signal_counters *out);
+LFH_EXPORT void lfh_signal_counters_get(struct lfh_signal_counters *out);
 
 #endif
