@@ -3,8 +3,9 @@
 # and threads that never return from such a handler (issue 6): tests/test_signals.c with
 # lfheap preloaded and linked (build/liblfheap.a), a check that all of lfheap's code is
 # one section, and the same program on glibc's malloc as a contrast (information only:
-# its outcome is printed, never judged). Prints one PASS/FAIL line per check.
-# `make test-long` runs the million-signal variant.
+# its outcome is printed, never judged). Prints one PASS/FAIL line per check. With
+# LFHEAP_TEST_LONG=1 (`make test-long`; `make signals-long` runs this suite alone) a
+# million signals per variant and hundreds of killed threads: about ten minutes.
 set -u
 cd "$(dirname "$0")/../.."
 lib=$PWD/build/liblfheap.so
@@ -29,7 +30,12 @@ if [ "$stray" -eq 0 ] && nm build/liblfheap.so | grep -q ' __stop_lfheap_text$';
 else
     echo "FAIL one-code-section: $stray .text sections left in build/obj/release"
 fi
-run signals-preloaded env LD_PRELOAD="$lib" build/t-plain/test_signals 20000 60
-run signals-linked build/t-linked/test_signals 10000 30
+if [ -n "${LFHEAP_TEST_LONG:-}" ]; then
+    run signals-preloaded env LD_PRELOAD="$lib" build/t-plain/test_signals 1000000 400
+    run signals-linked build/t-linked/test_signals 200000 200
+else
+    run signals-preloaded env LD_PRELOAD="$lib" build/t-plain/test_signals 20000 60
+    run signals-linked build/t-linked/test_signals 10000 30
+fi
 # glibc: for contrast only (the program prints an INFO line and exits 0).
 timeout 60 build/t-plain/test_signals 20000 || echo "INFO glibc contrast run did not finish"
