@@ -31,13 +31,21 @@ FLAGS_tsan    := -DLFHEAP_PREFIX_ONLY -fsanitize=thread -O1
 FLAGS_asan    := -DLFHEAP_PREFIX_ONLY -fsanitize=address,undefined -fno-sanitize-recover=all -O1
 FLAGS_fault   := -DLFHEAP_PREFIX_ONLY -DLFHEAP_FAULT_INJECTION
 
+# The release objects' code goes into one section, lfheap_text, so that all of lfheap's
+# code is one address range (__start_lfheap_text .. __stop_lfheap_text): the signal
+# wrapper tells from the interrupted instruction whether it interrupted lfheap
+# (src/sigwrap.c). Every .text* section (.text.unlikely holds the cold parts) is renamed.
+TEXT_release = objcopy $$(objdump -h $@ | awk '$$2 ~ /^\.text/ {printf "--rename-section %s=lfheap_text ", $$2}') $@
+
 define variant_rules
 $(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile
 	@mkdir -p $$(@D)
 	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
+	$$(TEXT_$(1))
 $(BUILD)/obj/$(1)/%.o: src/%.S Makefile
 	@mkdir -p $$(@D)
 	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
+	$$(TEXT_$(1))
 OBJS_$(1) := $$(patsubst src/%,$(BUILD)/obj/$(1)/%.o,$$(basename $$(LIB_SRC)))
 endef
 $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))

@@ -18,6 +18,7 @@
 #include "os.h"
 #include "pagemap.h"
 #include "park.h"
+#include "vgclient.h"
 
 #include <errno.h>
 #include <string.h>
@@ -230,6 +231,7 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
         desc_retire(d);
         return false;
     }
+    vgclient_unused(start, size);
     out->desc = d;
     out->chain = NULL;
     out->chain_count = 0;
@@ -428,11 +430,13 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
         desc_retire(d);
         return NULL;
     }
+    vgclient_alloc(start, bytes, *zeroed);
     return start;
 }
 
 void heap_large_free(struct descriptor *d)
 {
+    vgclient_free(d->start);
     pages_release(d->start, d->size, d->os_backed);
     desc_retire(d);
 }
@@ -450,6 +454,10 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
         /* A chunk keeps its size: stay while the block fills more than half of it. */
         return bytes <= old_bytes && bytes > old_bytes / 2 ? old : NULL;
     }
+    /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
+     * copy and a free), so that no resize escapes its bookkeeping. */
+    if (vgclient_memcheck())
+        return NULL;
     if (bytes < old_bytes) {
         /* Shrink in place: unregister the tail before the kernel can hand it out. */
         pagemap_set(old + bytes, old_bytes - bytes, NULL);

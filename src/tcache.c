@@ -7,6 +7,7 @@
 
 #include "pagemap.h"
 #include "park.h"
+#include "vgclient.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +18,22 @@
  * cache matches no owner, not even HEAP_OWNER_NONE. */
 __thread struct tcache tcache_self = {.id = TCACHE_ID_UNSET};
 
+__thread unsigned tcache_busy;
+
+/* Every slow path raises tcache_busy for its whole run (sigwrap.c). The signal fences keep
+ * the compiler from moving the cache's updates out of the raised stretch; a handler on
+ * this thread sees the counter as of the instruction it interrupted. */
+static inline void busy_enter(void)
+{
+    tcache_busy++;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void busy_leave(void)
+{
+    atomic_signal_fence(memory_order_seq_cst);
+    tcache_busy--;
+}
 
 /* A thread buffers this many frees of blocks it does not own before it returns them; the
  * batch is large enough that returning costs about one CAS per superblock run. */
@@ -106,6 +123,14 @@ static struct tcache *orphan_take(void)
 
 static void tcache_setup(struct tcache *tc)
 {
+    /* Under memcheck the cache stays empty, so that every call reaches a slow path that
+     * reports the block to memcheck (vgclient.h); thread exit still accounts for a
+     * handler that never returned. */
+    if (vgclient_memcheck()) {
+        tc->id = TCACHE_ID_EXITED;
+        tcache_register_exit(tc);
+        return;
+    }
     struct tcache *orphan = orphan_take();
     if (orphan) {
         LFH_PARK(TCACHE_ADOPT_TAKEN);
@@ -201,8 +226,9 @@ static void flush_remote(struct tcache *tc)
     give_back_list(list);
 }
 
-/* A thread whose cache was handed back at exit (a later destructor still allocating)
- * takes one block straight from the heap and returns the rest. */
+/* A thread whose cache was handed back at exit (a later destructor still allocating), is
+ * hidden from a signal handler, or runs under valgrind takes one block straight from the
+ * heap and returns the rest. */
 static void *alloc_uncached(unsigned cls)
 {
     struct heap_fill fill;
@@ -224,11 +250,13 @@ static void *alloc_uncached(unsigned cls)
         block = fill.bump;
         fill.bump += fill.desc->block_size;
     }
+    uint32_t size = fill.desc->block_size;
     heap_give_back(fill.desc, rest, rest_last, rest_count, fill.bump);
+    vgclient_alloc(block, size, false);
     return block;
 }
 
-void *tcache_alloc_slow(unsigned cls)
+static void *alloc_slow(unsigned cls)
 {
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET)) {
@@ -272,12 +300,20 @@ void *tcache_alloc_slow(unsigned cls)
     return block;
 }
 
+void *tcache_alloc_slow(unsigned cls)
+{
+    busy_enter();
+    void *block = alloc_slow(cls);
+    busy_leave();
+    return block;
+}
+
 void *tcache_alloc_slow_size(size_t size)
 {
     return tcache_alloc_slow(sizeclass_of(size));
 }
 
-void tcache_flush(void *block)
+static void flush_bin(void *block)
 {
     struct tcache *tc = &tcache_self;
     unsigned cls = pagemap_lookup(block)->class_index;
@@ -297,12 +333,21 @@ void tcache_flush(void *block)
     give_back_list(old_spare);
 }
 
-void tcache_free_slow(void *block, struct descriptor *desc)
+void tcache_flush(void *block)
+{
+    busy_enter();
+    flush_bin(block);
+    busy_leave();
+}
+
+static void free_slow(void *block, struct descriptor *desc)
 {
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET))
         tcache_setup(tc);
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_EXITED)) {
+        vgclient_free(block);
+        vgclient_link(block);
         heap_give_back(desc, block, block, 1, NULL);
         return;
     }
@@ -310,6 +355,13 @@ void tcache_free_slow(void *block, struct descriptor *desc)
     tc->remote_head = block;
     if (++tc->remote_count >= TCACHE_REMOTE_BATCH)
         flush_remote(tc);
+}
+
+void tcache_free_slow(void *block, struct descriptor *desc)
+{
+    busy_enter();
+    free_slow(block, desc);
+    busy_leave();
 }
 
 static unsigned flush_cache(struct tcache *tc)
@@ -339,14 +391,19 @@ static unsigned flush_cache(struct tcache *tc)
 
 unsigned tcache_flush_all(void)
 {
+    busy_enter();
     unsigned cached = 0;
     struct tcache *orphan;
     while ((orphan = orphan_take()) != NULL) {
         cached += flush_cache(orphan);
         release_block(orphan);
     }
-    /* Last: the orphans' own blocks were just freed into this cache. */
-    return cached + flush_cache(&tcache_self);
+    /* Last: the orphans' own blocks were just freed into this cache. An uncached thread's
+     * bins are empty; hidden ones are not this call's to touch. */
+    if (tcache_self.id != TCACHE_ID_EXITED)
+        cached += flush_cache(&tcache_self);
+    busy_leave();
+    return cached;
 }
 
 /* Leaves the calling thread's cache in an orphan slot; false if no slot or no memory. */
@@ -377,10 +434,148 @@ static bool tcache_orphan(struct tcache *tc)
     return false;
 }
 
+/* ---- hiding the cache from signal handlers ----------------------------------------- */
+
+/* Hidings in progress on this thread: more than one when signals nest, and it stays above
+ * zero when a handler never returns (pthread_exit or siglongjmp out of it). */
+static __thread unsigned hide_depth;
+/* The outermost hiding's save, where thread exit finds it. */
+static __thread struct tcache_hidden hidden_outer;
+/* tcache_busy when the outermost hiding began: zero means that the interrupted code was
+ * outside every slow path, where the cache is whole between any two instructions (the
+ * fast paths update only a bin's list, credit and bump pointer, each store leaving a
+ * usable bin; an interrupted call at worst loses the one block it had in hand). */
+static __thread unsigned hidden_busy;
+/* True while hidden_outer holds a complete save. */
+static __thread bool hidden_complete;
+
+/* Relaxed counters: statistics, read by tcache_lost_get. */
+static _Atomic uint64_t lost_reclaimed, lost_abandoned, lost_blocks, lost_bytes;
+
+/* The fences below are signal fences: everything here races only with signal handlers on
+ * the same thread, which see memory as of the instruction they interrupted. */
+void tcache_hide(struct tcache_hidden *frame)
+{
+    struct tcache *tc = &tcache_self;
+    unsigned depth = hide_depth;
+    hide_depth = depth + 1;
+    /* From here on, a signal that interrupts this hiding nests and saves in its own frame
+     * whatever it finds; before, it completes a whole outermost hiding of its own. */
+    atomic_signal_fence(memory_order_seq_cst);
+    struct tcache_hidden *save = depth == 0 ? &hidden_outer : frame;
+    frame->outermost = depth == 0;
+    save->id = tc->id;
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        save->head[cls] = tc->bins[cls].head;
+        save->bump_end[cls] = tc->bins[cls].bump_end;
+    }
+    if (depth == 0) {
+        hidden_busy = tcache_busy;
+        atomic_signal_fence(memory_order_seq_cst);
+        hidden_complete = true;
+    }
+    atomic_signal_fence(memory_order_seq_cst);
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        tc->bins[cls].head = NULL;
+        tc->bins[cls].bump_end = tc->bins[cls].bump;
+    }
+    tc->id = TCACHE_ID_EXITED;
+    atomic_signal_fence(memory_order_seq_cst);
+}
+
+void tcache_unhide(const struct tcache_hidden *frame)
+{
+    struct tcache *tc = &tcache_self;
+    const struct tcache_hidden *save = frame->outermost ? &hidden_outer : frame;
+    if (frame->outermost) {
+        hidden_complete = false;
+        atomic_signal_fence(memory_order_seq_cst);
+    }
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        tc->bins[cls].head = save->head[cls];
+        tc->bins[cls].bump_end = save->bump_end[cls];
+    }
+    tc->id = save->id;
+    atomic_signal_fence(memory_order_seq_cst);
+    hide_depth--;
+}
+
+/* Blocks on a list of a cache that may be torn, and their bytes. Every link is checked
+ * against the page map before it is followed: a block inside a live small superblock lies
+ * in arena memory, which stays mapped, so even a stale link is safe to read. */
+#define TCACHE_COUNT_MAX 65536
+static uint64_t count_held(void *block, uint64_t *bytes)
+{
+    uint64_t count = 0;
+    while (block && count < TCACHE_COUNT_MAX) {
+        struct descriptor *d = pagemap_lookup(block);
+        if (!d || d->class_index == HEAP_CLASS_LARGE ||
+            (size_t)((char *)block - d->start) >= d->size)
+            break;
+        count++;
+        *bytes += d->block_size;
+        block = *(void **)block;
+    }
+    return count;
+}
+
+/* Thread exit with the cache hidden: its handler never returned. */
+static void hidden_at_exit(struct tcache *tc)
+{
+    if (hidden_complete && hidden_busy == 0) {
+        /* Whole: put it back and return it to the heap (which also resets the credits,
+         * one of which an interrupted free may have left at zero). */
+        for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+            tc->bins[cls].head = hidden_outer.head[cls];
+            tc->bins[cls].bump_end = hidden_outer.bump_end[cls];
+        }
+        tc->id = hidden_outer.id;
+        flush_cache(tc);
+        atomic_fetch_add_explicit(&lost_reclaimed, 1, memory_order_relaxed);
+        return;
+    }
+    /* Possibly half updated (a list being cut, a bump range being replaced): nothing of it
+     * may go back. What it held stays out of use: at most the cache's limits, and the
+     * superblocks of its bump ranges. */
+    uint64_t blocks = 0, bytes = 0;
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        struct tcache_bin *bin = &tc->bins[cls];
+        blocks += count_held(hidden_outer.head[cls], &bytes);
+        blocks += count_held(tc->cold[cls].spare, &bytes);
+        tc->cold[cls].spare = NULL;
+        char *end = hidden_outer.bump_end[cls];
+        if (bin->bump && end > bin->bump &&
+            (size_t)(end - bin->bump) <= sizeclass_superblock_size(heap_size_class(cls))) {
+            blocks += (uint64_t)(end - bin->bump) / bin->block_size;
+            bytes += (uint64_t)(end - bin->bump);
+        }
+        bin->head = NULL;
+        bin->bump_end = bin->bump;
+    }
+    blocks += count_held(tc->remote_head, &bytes);
+    tc->remote_head = NULL;
+    tc->remote_count = 0;
+    atomic_fetch_add_explicit(&lost_abandoned, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&lost_blocks, blocks, memory_order_relaxed);
+    atomic_fetch_add_explicit(&lost_bytes, bytes, memory_order_relaxed);
+}
+
+void tcache_lost_get(struct tcache_lost *out)
+{
+    out->reclaimed = atomic_load_explicit(&lost_reclaimed, memory_order_relaxed);
+    out->abandoned = atomic_load_explicit(&lost_abandoned, memory_order_relaxed);
+    out->abandoned_blocks = atomic_load_explicit(&lost_blocks, memory_order_relaxed);
+    out->abandoned_bytes = atomic_load_explicit(&lost_bytes, memory_order_relaxed);
+}
+
 static void tcache_thread_exit(void *unused)
 {
     (void)unused;
-    if (!tcache_orphan(&tcache_self))
+    busy_enter();
+    if (LFH_UNLIKELY(hide_depth != 0))
+        hidden_at_exit(&tcache_self);
+    else if (tcache_self.id != TCACHE_ID_EXITED && !tcache_orphan(&tcache_self))
         flush_cache(&tcache_self);
     tcache_self.id = TCACHE_ID_EXITED;
+    busy_leave();
 }

@@ -22,6 +22,7 @@
 #include "heap.h"
 #include "sizeclass.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,7 +50,10 @@ struct tcache_cold {
     uint32_t last_event; /* TCACHE_EVENT_*: what the bin's slow path did last */
 };
 
-/* Ids of real caches count up from 1; these two never own a superblock. */
+/* Ids of real caches count up from 1; these two never own a superblock. A cache whose
+ * id is TCACHE_ID_EXITED has empty bins and sends every call to the slow paths, which
+ * serve it block by block from the heap: after thread exit, while it is hidden from a
+ * signal handler (tcache_hide), and for every thread under valgrind. */
 #define TCACHE_ID_UNSET  UINT64_MAX
 #define TCACHE_ID_EXITED (UINT64_MAX - 1)
 
@@ -164,5 +168,42 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
     if (LFH_UNLIKELY(--bin->credit == 0)) tcache_flush(block);
     return 1;
 }
+
+/* ---- hiding the cache from signal handlers (sigwrap.c) ---------------------------- */
+
+/* Non-zero while a slow path of this layer runs, also inside the libc calls it makes
+ * (mmap, clock_gettime, ...), which lie outside lfheap's code: a signal handler that
+ * interrupts it finds the cache in the middle of an update. */
+extern __thread unsigned tcache_busy __attribute__((visibility("hidden")));
+
+/* What tcache_hide takes out of the bins. */
+struct tcache_hidden {
+    uint64_t id;
+    void *head[HEAP_CLASSES];
+    char *bump_end[HEAP_CLASSES];
+    bool outermost; /* saved in the thread's own area, not here */
+};
+
+/* Hides the calling thread's cache from a signal handler that interrupted lfheap: saves
+ * the bins' lists, bump ends and the id, then makes every bin look empty and the id own
+ * nothing, so that the handler's mallocs and frees all go to the slow paths, which serve
+ * them from the heap one block at a time. The outermost hiding of a thread saves into a
+ * thread-local area (thread exit finds it there if the handler never returns); nested
+ * ones into `frame`, on the caller's stack. Each call restores exactly what it saw, so a
+ * signal that interrupts a hide or an unhide is harmless. No call out of lfheap. */
+void tcache_hide(struct tcache_hidden *frame);
+void tcache_unhide(const struct tcache_hidden *frame);
+
+/* Caches that thread exit found hidden (their handler never returned: pthread_exit or
+ * siglongjmp out of it). `reclaimed` ones had been interrupted outside every slow path,
+ * so they were whole and went back to the heap; `abandoned` ones may have been half
+ * updated and were left where they were, with the blocks and bytes they held. */
+struct tcache_lost {
+    uint64_t reclaimed;
+    uint64_t abandoned;
+    uint64_t abandoned_blocks;
+    uint64_t abandoned_bytes;
+};
+void tcache_lost_get(struct tcache_lost *out);
 
 #endif

@@ -1,0 +1,257 @@
+/*
+ * sigwrap: lfheap's signal-handler wrapper and the calls that install handlers.
+ *
+ * Records. For each signal one 64-bit word holds the last handler the program installed
+ * (bit 63 set if it takes three arguments, SA_SIGINFO; handlers are user-space addresses,
+ * whose top bit is clear on x86-64 and aarch64), and the kernel holds the wrapper with
+ * the program's flags and mask (plus SA_SIGINFO, for the interrupted context). The word
+ * is written before the kernel action, and SIG_DFL and SIG_IGN go to the kernel alone,
+ * so whenever the kernel can call the wrapper the word holds a handler to call. The
+ * kernel's action is the truth for everything else: an action that is not the wrapper is
+ * reported as it is (SIG_DFL after SA_RESETHAND, an action installed behind lfheap's
+ * back), and the wrapper's is reported with the word's handler in its place.
+ *
+ * The wrapper. Its own work is a load, a range test and, if the signal interrupted
+ * lfheap, tcache_hide and tcache_unhide around the handler: no system call, no lock,
+ * nothing that sets errno, so it is async-signal-safe and the program's errno is what
+ * the handler leaves.
+ *
+ * Where the interrupted thread was: lfheap's code is one address range (the release
+ * objects' text is the section lfheap_text, see the Makefile), so an interrupted
+ * instruction pointer inside it means lfheap was running; a slow path of the thread
+ * cache that is inside a libc call (mmap, clock_gettime in the vDSO, memcpy) raises
+ * tcache_busy. One more place counts: the signal-return trampoline (glibc's
+ * __restore_rt, the return address the kernel gives every handler). Between a wrapper's
+ * return and the sigreturn system call, the context the wrapper interrupted is still
+ * suspended where it was, maybe in the middle of a cache update that the wrapper has just
+ * put back; a signal landing there must not use the cache either. Either way the handler
+ * runs with the cache hidden.
+ */
+#include "sigwrap.h"
+
+#include "common.h"
+#include "tcache.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <ucontext.h>
+
+/* Relaxed counters: statistics for tests. */
+static _Atomic uint64_t sigwrap_delivered, sigwrap_in_code, sigwrap_in_slow_path;
+
+void lfh_signal_counters_get(struct lfh_signal_counters *out)
+{
+    struct tcache_lost lost;
+    tcache_lost_get(&lost);
+    out->delivered = atomic_load_explicit(&sigwrap_delivered, memory_order_relaxed);
+    out->in_code = atomic_load_explicit(&sigwrap_in_code, memory_order_relaxed);
+    out->in_slow_path = atomic_load_explicit(&sigwrap_in_slow_path, memory_order_relaxed);
+    out->caches_reclaimed = lost.reclaimed;
+    out->caches_abandoned = lost.abandoned;
+    out->blocks_abandoned = lost.abandoned_blocks;
+    out->bytes_abandoned = lost.abandoned_bytes;
+}
+
+#ifndef LFHEAP_PREFIX_ONLY
+
+/* glibc's exported entry point, through which lfheap installs actions with the kernel. */
+extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *oldact);
+
+/* Defined by the linker around the section that holds all of lfheap's code. */
+extern const char __start_lfheap_text[] __attribute__((visibility("hidden")));
+extern const char __stop_lfheap_text[] __attribute__((visibility("hidden")));
+
+#define SIGWRAP_INFO ((uint64_t)1 << 63)
+
+static _Atomic uint64_t sigwrap_actions[NSIG];
+/* Bit sig - 1: siginterrupt(sig, 1) was called, so signal() installs without SA_RESTART. */
+static _Atomic uint64_t sigwrap_interrupting;
+
+/* The signal-return trampoline, as every wrapper finds it (relaxed: each wrapper stores
+ * the same value, once, before it can return to it; loaded first so that the line stays
+ * shared). Its two instructions fit in 16 bytes. */
+static _Atomic uintptr_t sigwrap_restorer;
+#define SIGWRAP_RESTORER_BYTES 16
+
+enum { SIGWRAP_OUTSIDE, SIGWRAP_IN_CODE, SIGWRAP_IN_SLOW_PATH };
+
+static unsigned interrupted_where(const void *context)
+{
+    const ucontext_t *uc = context;
+#if defined(__x86_64__)
+    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    uintptr_t ip = (uintptr_t)uc->uc_mcontext.pc;
+#else
+#error "sigwrap: read the interrupted instruction pointer from the ucontext here"
+#endif
+    if (ip - (uintptr_t)__start_lfheap_text <
+            (uintptr_t)__stop_lfheap_text - (uintptr_t)__start_lfheap_text ||
+        ip - atomic_load_explicit(&sigwrap_restorer, memory_order_relaxed) < SIGWRAP_RESTORER_BYTES)
+        return SIGWRAP_IN_CODE;
+    return tcache_busy ? SIGWRAP_IN_SLOW_PATH : SIGWRAP_OUTSIDE;
+}
+
+static void sigwrap_handler(int sig, siginfo_t *info, void *context)
+{
+    uintptr_t restorer = (uintptr_t)__builtin_return_address(0);
+    if (atomic_load_explicit(&sigwrap_restorer, memory_order_relaxed) != restorer)
+        atomic_store_explicit(&sigwrap_restorer, restorer, memory_order_relaxed);
+    /* Acquire pairs with the installing exchange: the handler's code was in place before
+     * its address was published. */
+    uint64_t action = atomic_load_explicit(&sigwrap_actions[sig], memory_order_acquire);
+    uintptr_t handler = (uintptr_t)(action & ~SIGWRAP_INFO);
+    unsigned where = interrupted_where(context);
+    atomic_fetch_add_explicit(&sigwrap_delivered, 1, memory_order_relaxed);
+    struct tcache_hidden frame;
+    if (where != SIGWRAP_OUTSIDE) {
+        atomic_fetch_add_explicit(where == SIGWRAP_IN_CODE ? &sigwrap_in_code
+                                                           : &sigwrap_in_slow_path,
+                                  1, memory_order_relaxed);
+        tcache_hide(&frame);
+    }
+    if (action & SIGWRAP_INFO)
+        ((void (*)(int, siginfo_t *, void *))handler)(sig, info, context);
+    else
+        ((void (*)(int))handler)(sig);
+    if (where != SIGWRAP_OUTSIDE) tcache_unhide(&frame);
+}
+
+/* The action to report for the kernel's `kernel_old`, given the word that was current. */
+static void report(const struct sigaction *kernel_old, uint64_t word, struct sigaction *oldact)
+{
+    *oldact = *kernel_old;
+    if (kernel_old->sa_sigaction == sigwrap_handler) {
+        oldact->sa_sigaction =
+            (void (*)(int, siginfo_t *, void *))(uintptr_t)(word & ~SIGWRAP_INFO);
+        oldact->sa_flags &= ~SA_SIGINFO;
+        if (word & SIGWRAP_INFO) oldact->sa_flags |= SA_SIGINFO;
+    } else if (kernel_old->sa_handler == SIG_DFL && (kernel_old->sa_flags & SA_RESETHAND) &&
+               word != 0 && !(word & SIGWRAP_INFO)) {
+        /* The kernel reset a one-shot wrapper to SIG_DFL and kept its flags, which carry
+         * the SA_SIGINFO the wrapper needed and the program did not ask for. */
+        oldact->sa_flags &= ~SA_SIGINFO;
+    }
+}
+
+LFH_EXPORT int sigaction(int sig, const struct sigaction *restrict act,
+                         struct sigaction *restrict oldact)
+{
+    if (sig < 1 || sig >= NSIG) return __sigaction(sig, act, oldact); /* glibc's EINVAL */
+    /* Relaxed: the word is only reported here; the kernel call orders the rest. */
+    uint64_t word = atomic_load_explicit(&sigwrap_actions[sig], memory_order_relaxed);
+    struct sigaction kernel_old;
+    int result;
+    if (!act || act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN) {
+        result = __sigaction(sig, act, &kernel_old);
+    } else {
+        struct sigaction wrapped = *act;
+        wrapped.sa_sigaction = sigwrap_handler;
+        wrapped.sa_flags |= SA_SIGINFO;
+        /* The wrapper itself comes back only from a program that read the kernel's action
+         * behind lfheap's back: it stands for the handler already recorded. */
+        if (act->sa_sigaction != sigwrap_handler) {
+            uint64_t handler = (uint64_t)(uintptr_t)act->sa_handler;
+            /* Release publishes the handler to the wrapper's acquire load. A failed
+             * installation (SIGKILL, SIGSTOP, glibc's internal signals) leaves a word the
+             * kernel never makes the wrapper read. */
+            word = atomic_exchange_explicit(
+                &sigwrap_actions[sig], handler | (act->sa_flags & SA_SIGINFO ? SIGWRAP_INFO : 0),
+                memory_order_acq_rel);
+        }
+        result = __sigaction(sig, &wrapped, &kernel_old);
+    }
+    if (result == 0 && oldact) report(&kernel_old, word, oldact);
+    return result;
+}
+
+static sighandler_t install_simple(int sig, sighandler_t handler, int flags, bool block_self)
+{
+    if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    struct sigaction act, old;
+    act.sa_handler = handler;
+    act.sa_flags = flags;
+    sigemptyset(&act.sa_mask);
+    if (block_self) sigaddset(&act.sa_mask, sig);
+    return sigaction(sig, &act, &old) == 0 ? old.sa_handler : SIG_ERR;
+}
+
+/* BSD semantics, as glibc's signal(): the handler stays installed, the signal is blocked
+ * while it runs, and interrupted system calls restart unless siginterrupt() said not. */
+LFH_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+    bool interrupting =
+        sig >= 1 && sig < NSIG &&
+        (atomic_load_explicit(&sigwrap_interrupting, memory_order_relaxed) >> (sig - 1) & 1);
+    return install_simple(sig, handler, interrupting ? 0 : SA_RESTART, true);
+}
+
+/* System V semantics: one shot, not blocked while it runs, no restart. */
+LFH_EXPORT sighandler_t sysv_signal(int sig, sighandler_t handler)
+{
+    return install_simple(sig, handler, SA_RESETHAND | SA_NODEFER, false);
+}
+
+/* X/Open: SIG_HOLD blocks the signal; anything else installs the disposition (no flags,
+ * empty mask) and unblocks it. The result is SIG_HOLD if the signal was blocked. */
+LFH_EXPORT sighandler_t sigset(int sig, sighandler_t disposition)
+{
+    sigset_t one, before;
+    sigemptyset(&one);
+    if (sigaddset(&one, sig) != 0) return SIG_ERR;
+    struct sigaction act, old;
+    if (disposition == SIG_HOLD) {
+        if (sigprocmask(SIG_BLOCK, &one, &before) != 0) return SIG_ERR;
+        if (sigismember(&before, sig)) return SIG_HOLD;
+        return sigaction(sig, NULL, &old) == 0 ? old.sa_handler : SIG_ERR;
+    }
+    act.sa_handler = disposition;
+    act.sa_flags = 0;
+    sigemptyset(&act.sa_mask);
+    if (sigaction(sig, &act, &old) != 0 || sigprocmask(SIG_UNBLOCK, &one, &before) != 0)
+        return SIG_ERR;
+    return sigismember(&before, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+LFH_EXPORT int sigignore(int sig)
+{
+    struct sigaction act;
+    act.sa_handler = SIG_IGN;
+    act.sa_flags = 0;
+    sigemptyset(&act.sa_mask);
+    return sigaction(sig, &act, NULL);
+}
+
+LFH_EXPORT int siginterrupt(int sig, int interrupt)
+{
+    struct sigaction act;
+    if (sigaction(sig, NULL, &act) != 0) return -1;
+    uint64_t bit = (uint64_t)1 << (sig - 1);
+    /* Relaxed: each bit is read only by signal() for its own signal. */
+    if (interrupt) {
+        atomic_fetch_or_explicit(&sigwrap_interrupting, bit, memory_order_relaxed);
+        act.sa_flags &= ~SA_RESTART;
+    } else {
+        atomic_fetch_and_explicit(&sigwrap_interrupting, ~bit, memory_order_relaxed);
+        act.sa_flags |= SA_RESTART;
+    }
+    return sigaction(sig, &act, NULL);
+}
+
+/* glibc's other names for the same calls. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#endif
+#define SIGWRAP_ALIAS(name, target)                                                                \
+    extern __typeof(target) name __attribute__((alias(#target), visibility("default")))
+SIGWRAP_ALIAS(bsd_signal, signal);
+SIGWRAP_ALIAS(ssignal, signal);
+SIGWRAP_ALIAS(__sysv_signal, sysv_signal);
+
+#endif

@@ -1,0 +1,86 @@
+/*
+ * vgclient: what lfheap tells valgrind's memcheck about its blocks, through the client
+ * requests of <valgrind/memcheck.h> (header-only; Debian's valgrind package). Each
+ * request is a few instructions that do nothing outside valgrind, and they are made only
+ * on slow paths: under memcheck every thread runs uncached (tcache.c), so every malloc
+ * and free reaches a slow path that reports it. Other valgrind tools (callgrind, which
+ * `make fastpath` uses; none) leave memcheck's requests unanswered, so lfheap keeps its
+ * caches under them. Without the header, or with -DLFHEAP_NO_VALGRIND, the requests
+ * compile to nothing and lfheap never notices valgrind.
+ */
+#ifndef LFHEAP_VGCLIENT_H
+#define LFHEAP_VGCLIENT_H
+
+#include "common.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#if !defined(LFHEAP_NO_VALGRIND) && defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define VGCLIENT_ENABLED 1
+#endif
+#endif
+
+#ifdef VGCLIENT_ENABLED
+/* True under valgrind's memcheck: it answers a request to mark memory defined (here a
+ * byte that is) with -1; natively and under other tools the answer is the default, 0. */
+LFH_INLINE bool vgclient_memcheck(void)
+{
+    char probe = 0;
+    return VALGRIND_MAKE_MEM_DEFINED(&probe, sizeof probe) != 0;
+}
+
+/* `size` bytes at `block` now belong to the program (the whole block: what
+ * malloc_usable_size reports), undefined unless `zeroed`. */
+LFH_INLINE void vgclient_alloc(void *block, size_t size, bool zeroed)
+{
+    VALGRIND_MALLOCLIKE_BLOCK(block, size, 0, zeroed);
+}
+
+/* The program gave the block back: memcheck reports any later access by the program. */
+LFH_INLINE void vgclient_free(void *block)
+{
+    VALGRIND_FREELIKE_BLOCK(block, 0);
+}
+
+/* A free small block's first word, through which lfheap links it to its superblock's
+ * chain: addressable for lfheap (undefined until lfheap writes the link). */
+LFH_INLINE void vgclient_link(void *block)
+{
+    VALGRIND_MAKE_MEM_UNDEFINED(block, sizeof(void *));
+}
+
+/* Memory that is lfheap's and nobody's block yet (a fresh superblock). */
+LFH_INLINE void vgclient_unused(void *start, size_t size)
+{
+    VALGRIND_MAKE_MEM_NOACCESS(start, size);
+}
+#else
+LFH_INLINE bool vgclient_memcheck(void)
+{
+    return false;
+}
+LFH_INLINE void vgclient_alloc(void *block, size_t size, bool zeroed)
+{
+    (void)block;
+    (void)size;
+    (void)zeroed;
+}
+LFH_INLINE void vgclient_free(void *block)
+{
+    (void)block;
+}
+LFH_INLINE void vgclient_link(void *block)
+{
+    (void)block;
+}
+LFH_INLINE void vgclient_unused(void *start, size_t size)
+{
+    (void)start;
+    (void)size;
+}
+#endif
+
+#endif

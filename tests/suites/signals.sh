@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Signal handlers that allocate while the thread they interrupt is inside malloc or free,
+# and threads that never return from such a handler (issue 6): tests/test_signals.c with
+# lfheap preloaded and linked (build/liblfheap.a), a check that all of lfheap's code is
+# one section, and the same program on glibc's malloc as a contrast (information only:
+# its outcome is printed, never judged). Prints one PASS/FAIL line per check. With
+# LFHEAP_TEST_LONG=1 (`make test-long`; `make signals-long` runs this suite alone) a
+# million signals per variant and hundreds of killed threads: about ten minutes.
+set -u
+cd "$(dirname "$0")/../.."
+lib=$PWD/build/liblfheap.so
+
+run() {
+    local name=$1
+    shift
+    local out status
+    out=$("$@" 2>&1)
+    status=$?
+    printf '%s\n' "$out" | sed -E "s/^(PASS|FAIL) /\1 $name: /"
+    if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL '; then
+        echo "FAIL $name (exit status $status)"
+    fi
+}
+
+# The signal wrapper tells lfheap's code by its address range: no release object may
+# keep code outside the section lfheap_text.
+stray=$(objdump -h build/obj/release/*.o | awk '$2 ~ /^\.text/' | wc -l)
+if [ "$stray" -eq 0 ] && nm build/liblfheap.so | grep -q ' __stop_lfheap_text$'; then
+    echo "PASS one-code-section"
+else
+    echo "FAIL one-code-section: $stray .text sections left in build/obj/release"
+fi
+if [ -n "${LFHEAP_TEST_LONG:-}" ]; then
+    run signals-preloaded env LD_PRELOAD="$lib" build/t-plain/test_signals 1000000 400
+    run signals-linked build/t-linked/test_signals 200000 200
+else
+    run signals-preloaded env LD_PRELOAD="$lib" build/t-plain/test_signals 20000 60
+    run signals-linked build/t-linked/test_signals 10000 30
+fi
+# glibc: for contrast only (the program prints an INFO line and exits 0).
+timeout 60 build/t-plain/test_signals 20000 || echo "INFO glibc contrast run did not finish"
