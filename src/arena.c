@@ -325,3 +325,12 @@ void arena_free(void *chunk, size_t size)
     dirty_push_chain(chunk_order(arena_chunk_size(size)), id, id);
     arena_tick();
 }
+
+unsigned arena_mapped(void)
+{
+    unsigned count = atomic_load_explicit(&arena_count, memory_order_acquire);
+    unsigned mapped = 0;
+    for (unsigned i = 0; i < count; i++)
+        mapped += arena_at(i) != NULL;
+    return mapped;
+}

@@ -44,4 +44,8 @@ size_t arena_purge_all(void);
  * back to the kernel within about one purge delay. */
 void arena_tick(void);
 
+/* How many arenas are mapped (they are never unmapped): what every build's statistics
+ * know without counting. */
+unsigned arena_mapped(void);
+
 #endif

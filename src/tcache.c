@@ -6,6 +6,7 @@
 #include "tcache.h"
 
 #include "pagemap.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -97,6 +98,7 @@ static void tcache_setup(struct tcache *tc)
         *tc = *orphan;
         tcache_register_exit(tc);
         release_block(orphan); /* the copy lived in a block the orphan owned: now ours */
+        STATS_ADD(STATS_CACHES_ADOPTED, 1);
         return;
     }
     /* Relaxed: ids only need to be distinct. */
@@ -107,6 +109,7 @@ static void tcache_setup(struct tcache *tc)
         tc->bins[cls].block_size = sizeclass_block_size[heap_size_class(cls)];
     }
     tcache_register_exit(tc);
+    STATS_ADD(STATS_CACHES_NEW, 1);
 }
 
 /* Returns a list of blocks to their superblocks, one CAS per run of blocks that share a
@@ -308,7 +311,11 @@ static bool tcache_orphan(struct tcache *tc)
 static void tcache_thread_exit(void *unused)
 {
     (void)unused;
-    if (!tcache_orphan(&tcache_self))
+    if (tcache_orphan(&tcache_self)) {
+        STATS_ADD(STATS_CACHES_ORPHANED, 1);
+    } else {
         flush_cache(&tcache_self);
+        STATS_ADD(STATS_CACHES_FLUSHED, 1);
+    }
     tcache_self.id = TCACHE_ID_EXITED;
 }
