@@ -138,8 +138,28 @@ static struct heap_props props_for(size_t size, size_t align, bool zero_fill)
 /* The tracked bins start after the plain ones. */
 #define API_TRACKED_BINS (SIZECLASS_COUNT * SIZECLASS_STRIDE)
 
-/* The debug build's malloc: every block has a record (its state and request size) and a
- * canary, so small ones come from the tracked twin of their class, like calloc's. */
+/* malloc's fast path in the statistics and debug builds, for small requests: a block
+ * from this thread's bin (in the debug build, the tracked twin of the class, as every
+ * block has a record there, with its canary after the request: debug.h), or NULL if the
+ * bin is empty or the request not small. *usable is the block's size. */
+LFH_INLINE void *malloc_small_instrumented(size_t size, size_t *usable)
+{
+    /* debug_room only for sizes it cannot wrap around */
+    size_t room = size <= SIZECLASS_LOOKUP_MAX ? debug_room(size) : SIZE_MAX;
+    if (LFH_UNLIKELY(room > SIZECLASS_LOOKUP_MAX))
+        return NULL;
+    uintptr_t bins = DEBUG_ENABLED ? API_TRACKED_BINS : 0;
+    void *block = tcache_bin_take(tcache_base() + bins + sizeclass_lookup[room]);
+    if (LFH_UNLIKELY(block == NULL))
+        return NULL;
+    unsigned size_class = sizeclass_lookup[room] / SIZECLASS_STRIDE;
+    uint32_t record = (uint32_t)size | HEAP_RECORD_MALLOC;
+    debug_born_small(pagemap_find(block), block, size_class, size, record);
+    *usable = sizeclass_block_size[size_class];
+    return block;
+}
+
+/* The debug build's malloc when the fast path cannot serve it. */
 static LFH_NOINLINE void *malloc_debug_slow(size_t size)
 {
     struct heap_props props = props_for(size, API_MIN_ALIGN, false);
@@ -147,27 +167,14 @@ static LFH_NOINLINE void *malloc_debug_slow(size_t size)
     return alloc_tracked(&props, false);
 }
 
-LFH_INLINE void *malloc_debug(size_t size)
-{
-    /* debug_room only for sizes it cannot wrap around (the slow path checks the rest) */
-    size_t room = size <= SIZECLASS_LOOKUP_MAX ? debug_room(size) : SIZE_MAX;
-    if (LFH_LIKELY(room <= SIZECLASS_LOOKUP_MAX)) {
-        void *block = tcache_bin_take(tcache_base() + API_TRACKED_BINS + sizeclass_lookup[room]);
-        if (LFH_LIKELY(block != NULL)) {
-            unsigned size_class = sizeclass_lookup[room] / SIZECLASS_STRIDE;
-            uint32_t record = (uint32_t)size | HEAP_RECORD_MALLOC;
-            debug_born_small(pagemap_find(block), block, size_class, size, record);
-            return block;
-        }
-    }
-    return malloc_debug_slow(size);
-}
-
 /* malloc, uncounted. */
 LFH_INLINE void *malloc_block(size_t size)
 {
-    if (DEBUG_ENABLED)
-        return malloc_debug(size);
+    if (DEBUG_ENABLED) {
+        size_t usable;
+        void *block = malloc_small_instrumented(size, &usable);
+        return LFH_LIKELY(block != NULL) ? block : malloc_debug_slow(size);
+    }
     if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
         return tcache_alloc_small(size);
     return malloc_medium_or_large(size);
@@ -175,7 +182,17 @@ LFH_INLINE void *malloc_block(size_t size)
 
 LFH_EXPORT void *lfh_malloc(size_t size)
 {
-    return counted(LFH_STATS_MALLOC, size, malloc_block(size));
+    if (API_INSTRUMENTED) {
+        size_t usable;
+        void *block = malloc_small_instrumented(size, &usable);
+        if (LFH_LIKELY(block != NULL)) {
+            stats_count_alloc(LFH_STATS_MALLOC, size, usable);
+            return block;
+        }
+        block = DEBUG_ENABLED ? malloc_debug_slow(size) : malloc_block(size);
+        return counted(LFH_STATS_MALLOC, size, block);
+    }
+    return malloc_block(size);
 }
 
 static inline int is_power_of_two(size_t x)
