@@ -156,9 +156,14 @@ struct mallinfo2 lfh_mallinfo2(void);
 /* Accepts glibc's parameters (returns 1) and ignores them; 0 for unknown ones. */
 int lfh_mallopt(int param, int value);
 
-/* The release libraries also export these without the prefix (the others under glibc's
- * names: malloc_stats, malloc_info, mallinfo, mallinfo2, mallopt). */
+/* Every library also exports malloc_stats_fd without the prefix, and the others above
+ * under glibc's names: malloc_stats, malloc_info, mallinfo, mallinfo2, mallopt. */
 int malloc_stats_fd(int fd);
+
+/* Debug builds (README.md, "Debug build"): a program may define this (llheap's hook) to
+ * say how many requested bytes it leaves allocated on purpose; they are not reported as
+ * unfreed at exit. A program that preloads the library must export it (-rdynamic). */
+size_t malloc_unfreed(void);
 
 /* llheap's own names, for programs that ask for them: they are not exported by the
  * library (a preloaded library must not capture other libraries' symbols). */
