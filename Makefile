@@ -24,11 +24,17 @@ LIB_HDR := $(wildcard src/*.h) $(wildcard include/*.h)
 # Library variants: name, extra flags. The release one overrides malloc; "prefix" exports
 # only the lfh_* names (for tests beside the system allocator and under sanitizers);
 # "fault" adds the OS layer's failure injection (src/os.h) for the out-of-memory tests.
-VARIANTS := release prefix tsan asan fault
+# llheap's eight builds are {shared, static} x {release, stats, debug, stats-debug}:
+# liblfheap{,-stats,-debug,-stats-debug}.{so,a} (`make variants`).
+VARIANTS := release prefix tsan asan fault stats debug stats-debug
 FLAGS_release :=
 FLAGS_prefix  := -DLFHEAP_PREFIX_ONLY
 FLAGS_tsan    := -DLFHEAP_PREFIX_ONLY -fsanitize=thread -O1
 FLAGS_asan    := -DLFHEAP_PREFIX_ONLY -fsanitize=address,undefined -fno-sanitize-recover=all -O1
+FLAGS_stats   := -DLFHEAP_STATS
+FLAGS_debug   := -DLFHEAP_DEBUG
+FLAGS_stats-debug := -DLFHEAP_STATS -DLFHEAP_DEBUG
+LLHEAP_VARIANTS := $(foreach v,stats debug stats-debug,$(BUILD)/liblfheap-$(v).so $(BUILD)/liblfheap-$(v).a)
 FLAGS_fault   := -DLFHEAP_PREFIX_ONLY -DLFHEAP_FAULT_INJECTION
 
 # The release objects' code goes into one section, lfheap_text, so that all of lfheap's
@@ -36,6 +42,9 @@ FLAGS_fault   := -DLFHEAP_PREFIX_ONLY -DLFHEAP_FAULT_INJECTION
 # wrapper tells from the interrupted instruction whether it interrupted lfheap
 # (src/sigwrap.c). Every .text* section (.text.unlikely holds the cold parts) is renamed.
 TEXT_release = objcopy $$(objdump -h $@ | awk '$$2 ~ /^\.text/ {printf "--rename-section %s=lfheap_text ", $$2}') $@
+TEXT_stats = $(TEXT_release)
+TEXT_debug = $(TEXT_release)
+TEXT_stats-debug = $(TEXT_release)
 
 define variant_rules
 $(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile
@@ -56,11 +65,16 @@ $(foreach v,$(VARIANTS),$(BUILD)/obj/$(v)/api_cxx.o): LIBFLAGS += -fexceptions
 .SECONDEXPANSION:
 # Keep intermediate libraries and objects between runs.
 .SECONDARY:
-.PHONY: all test test-long lint install clean bench bench-full fastpath
+.PHONY: all test test-long lint install clean bench bench-full fastpath variants
 all: $(BUILD)/liblfheap.so $(BUILD)/liblfheap.a
+
+variants: all $(LLHEAP_VARIANTS)
 
 $(BUILD)/liblfheap.so: $(OBJS_release)
 	$(CC) -shared -Wl,-soname,liblfheap.so -Wl,-z,now -o $@ $^ -lpthread
+
+$(BUILD)/liblfheap-%.so: $$(OBJS_$$*)
+	$(CC) -shared -Wl,-soname,liblfheap-$*.so -Wl,-z,now -o $@ $^ -lpthread
 
 $(BUILD)/liblfheap.a: $(OBJS_release)
 	rm -f $@ && ar rcs $@ $^
@@ -104,10 +118,10 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
 	    --suppress=missingIncludeSystem -D__GNUC__ -D__x86_64__ -Iinclude -Isrc src
 
-install: all
+install: variants
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 755 $(BUILD)/liblfheap.so $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(BUILD)/liblfheap.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/liblfheap.so $(filter %.so,$(LLHEAP_VARIANTS)) $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(BUILD)/liblfheap.a $(filter %.a,$(LLHEAP_VARIANTS)) $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 include/lfheap.h include/lfheap_buddy.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' lfheap.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lfheap.pc
 

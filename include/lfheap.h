@@ -8,6 +8,8 @@
 #define LFHEAP_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #ifndef __cplusplus
 #include <stdbool.h>
 #endif
@@ -69,6 +71,99 @@ bool lfh_malloc_zero_fill(void *ptr);
 size_t malloc_size(void *ptr);
 size_t malloc_alignment(void *ptr);
 bool malloc_zero_fill(void *ptr);
+
+/*
+ * Statistics (README.md, "Statistics"). Every build has these routines; the -stats
+ * libraries (liblfheap-stats.so, ...) count, the others report only what is known
+ * without counters (the arenas) and say so. Counters are per thread, kept without atomic
+ * read-modify-write, and summed when asked: totals include threads that are still
+ * running.
+ */
+enum lfh_stats_routine {
+    LFH_STATS_MALLOC,
+    LFH_STATS_AALLOC,
+    LFH_STATS_CALLOC,
+    LFH_STATS_MEMALIGN,
+    LFH_STATS_ALIGNED_ALLOC,
+    LFH_STATS_POSIX_MEMALIGN,
+    LFH_STATS_VALLOC,
+    LFH_STATS_PVALLOC,
+    LFH_STATS_AMEMALIGN,
+    LFH_STATS_CMEMALIGN,
+    LFH_STATS_RESIZE,
+    LFH_STATS_ALIGNED_RESIZE,
+    LFH_STATS_REALLOC, /* realloc and reallocarray */
+    LFH_STATS_ALIGNED_REALLOC,
+    LFH_STATS_ROUTINES
+};
+
+/* One allocating routine. A call that fails (NULL, or an error from posix_memalign)
+ * counts in calls and failures only. For the resizing routines, alloc_bytes is the size
+ * of the block they return, moved or not. */
+struct lfh_stats_calls {
+    uint64_t calls;         /* every call */
+    uint64_t zero_calls;    /* calls that asked for 0 bytes */
+    uint64_t failures;      /* calls that returned no block */
+    uint64_t request_bytes; /* bytes asked for */
+    uint64_t alloc_bytes;   /* bytes of the blocks returned (size class or chunk) */
+};
+
+struct lfh_stats_os {
+    uint64_t calls;
+    uint64_t bytes;
+};
+
+struct lfh_stats {
+    int counters; /* 1 if this library counts (a -stats build); else only "always" fields */
+    int debug;    /* 1 in the debug builds: request_in_use and free.request_bytes count */
+    struct lfh_stats_calls routine[LFH_STATS_ROUTINES];
+    struct {
+        uint64_t calls;         /* free, cfree, free_sized, free_aligned_sized; not NULL */
+        uint64_t null_calls;    /* of NULL */
+        uint64_t invalid_calls; /* of a pointer that is no live block (ignored) */
+        uint64_t request_bytes; /* debug builds: bytes the freed blocks were asked for */
+        uint64_t alloc_bytes;   /* bytes of the freed blocks */
+    } free;
+    uint64_t remote_frees; /* blocks freed by a thread that does not own their superblock */
+    uint64_t remote_bytes;
+    struct lfh_stats_os mmap, munmap, madvise, mremap; /* calls to the kernel */
+    uint64_t threads_started; /* thread caches set up: caches_new + caches_adopted */
+    uint64_t threads_exited;  /* caches handed back: caches_orphaned + caches_flushed */
+    uint64_t caches_new, caches_adopted, caches_orphaned, caches_flushed;
+    uint64_t superblocks_created, superblocks_released, superblocks_live;
+    uint64_t large_allocated, large_freed, large_live, large_live_bytes; /* arena chunks */
+    uint64_t huge_allocated, huge_freed, huge_live, huge_live_bytes;     /* own mappings */
+    uint64_t arenas, arena_bytes; /* always: arenas mapped and their size */
+    uint64_t bytes_in_use;        /* bytes of live blocks (class or chunk size) */
+    uint64_t request_in_use;      /* debug builds: bytes the live blocks were asked for */
+};
+
+/* Fills *out with the current totals. Returns 1 if the library counts, 0 if only the
+ * fields marked "always" are filled (the rest are 0), -1 with EINVAL if out is NULL. */
+int lfh_stats_get(struct lfh_stats *out);
+/* Prints the totals, llheap-style, on the statistics file descriptor (stderr unless
+ * changed), with write(2) only. */
+void lfh_malloc_stats(void);
+/* Sets the statistics file descriptor; returns the previous one. */
+int lfh_malloc_stats_fd(int fd);
+/* Writes the totals as XML to fp's file descriptor, after fflush(fp). options must be 0
+ * (EINVAL otherwise); a stream without a file descriptor gives EINVAL. 0 on success, -1
+ * on error. */
+int lfh_malloc_info(int options, FILE *fp);
+/* glibc's summaries from the same numbers (README.md, "Statistics"). */
+struct mallinfo lfh_mallinfo(void);
+struct mallinfo2 lfh_mallinfo2(void);
+/* Accepts glibc's parameters (returns 1) and ignores them; 0 for unknown ones. */
+int lfh_mallopt(int param, int value);
+
+/* Every library also exports malloc_stats_fd without the prefix, and the others above
+ * under glibc's names: malloc_stats, malloc_info, mallinfo, mallinfo2, mallopt. */
+int malloc_stats_fd(int fd);
+
+/* Debug builds (README.md, "Debug build"): a program may define this (llheap's hook) to
+ * say how many requested bytes it leaves allocated on purpose; they are not reported as
+ * unfreed at exit. A program that preloads the library must export it (-rdynamic). */
+size_t malloc_unfreed(void);
 
 /* llheap's own names, for programs that ask for them: they are not exported by the
  * library (a preloaded library must not capture other libraries' symbols). */

@@ -11,15 +11,24 @@
  *
  * Every routine is defined once as lfh_<name>; the release build also exports the
  * standard names (and glibc's __libc_* entry points) as aliases of the same code.
+ *
+ * The statistics and debug builds (stats.h, debug.h) count each call and check the
+ * pointers the program passes. Their code is compiled only there: API_INSTRUMENTED, the
+ * STATS_ and DEBUG_ switches and the stats_/debug_ hooks are constant 0 or empty in the
+ * release build, whose code is what it would be without them. realloc and resize
+ * allocate and free through malloc_block and release_block, which count nothing, so a
+ * call is counted once, as the routine the program called.
  */
 #include "lfheap.h"
 
 #include "api.h"
 #include "arena.h"
+#include "debug.h"
 #include "heap.h"
 #include "os.h"
 #include "pagemap.h"
 #include "sizeclass.h"
+#include "stats.h"
 #include "tcache.h"
 
 #include <errno.h>
@@ -29,10 +38,38 @@
 /* The smallest alignment every block has. */
 #define API_MIN_ALIGN 16
 
+/* 1 in the builds that count calls or check pointers. */
+#define API_INSTRUMENTED (STATS_ENABLED || DEBUG_ENABLED)
+
 static void *fail_nomem(void)
 {
     errno = ENOMEM;
     return NULL;
+}
+
+/* Bytes of the block desc describes (ptr is its start: see block_descriptor). */
+static size_t usable_size(const struct descriptor *desc)
+{
+    return desc->class_index == HEAP_CLASS_LARGE ? desc->size : desc->block_size;
+}
+
+/* The statistics build counts a call of an allocating routine that returned `block`
+ * (NULL: it failed); the result is the block. */
+LFH_INLINE void *counted(enum lfh_stats_routine routine, size_t request, void *block)
+{
+    if (STATS_ENABLED)
+        stats_count_alloc(routine, request, block ? usable_size(pagemap_find(block)) : 0);
+    return block;
+}
+
+/* The same for a resizing routine that took a block of `old_usable` bytes (stats.h). */
+LFH_INLINE void *counted_resize(enum lfh_stats_routine routine, size_t request,
+                                size_t old_usable, void *block)
+{
+    if (STATS_ENABLED)
+        stats_count_resize(routine, request, old_usable,
+                           block ? usable_size(pagemap_find(block)) : 0);
+    return block;
 }
 
 /* ---- allocation ------------------------------------------------------------------- */
@@ -53,47 +90,44 @@ static LFH_NOINLINE void *malloc_medium_or_large(size_t size)
     return alloc_large(size, API_MIN_ALIGN);
 }
 
-LFH_EXPORT void *lfh_malloc(size_t size)
-{
-    if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
-        return tcache_alloc_small(size);
-    return malloc_medium_or_large(size);
-}
-
 /* A block that remembers its request size and sticky properties (llheap): a block of a
  * tracked class (heap.h) or a large block, with its record written. `props->align` is a
  * power of two of at least API_MIN_ALIGN. The first `props->request` bytes are zeroed
- * if `clear` (the caller may want zero fill recorded without paying for it twice). */
+ * if `clear` (the caller may want zero fill recorded without paying for it twice). In
+ * the debug build every block the program gets comes from here, with room for its
+ * canary. */
 static void *alloc_tracked(const struct heap_props *props, bool clear)
 {
     size_t size = props->request;
     if (size > PTRDIFF_MAX)
         return fail_nomem();
-    unsigned cls = props->align > API_MIN_ALIGN ? sizeclass_for_aligned(size, props->align)
-                   : size <= SIZECLASS_MAX_SIZE ? sizeclass_of(size)
+    size_t room = debug_room(size);
+    unsigned cls = props->align > API_MIN_ALIGN ? sizeclass_for_aligned(room, props->align)
+                   : room <= SIZECLASS_MAX_SIZE ? sizeclass_of(room)
                                                 : SIZECLASS_COUNT;
     void *block;
+    struct descriptor *desc;
     bool zeroed = false;
     if (cls < SIZECLASS_COUNT) {
         block = tcache_alloc(heap_tracked_class(cls));
         if (!block)
             return NULL; /* errno is ENOMEM */
-        *heap_record_at(pagemap_find(block), block, cls) = heap_record_make(props);
+        desc = pagemap_find(block);
+        uint32_t *record = heap_record_at(desc, block, cls);
+        /* The debug build keeps its block state (debug.h) in the record. */
+        *record = (DEBUG_ENABLED ? *record & HEAP_RECORD_STATE_MASK : 0) | heap_record_make(props);
     } else {
-        block = heap_large_alloc(size, props->align, &zeroed);
+        block = heap_large_alloc(room, props->align, &zeroed);
         if (!block)
             return fail_nomem();
-        heap_props_set(pagemap_find(block), block, props);
+        desc = pagemap_find(block);
+        heap_props_set(desc, block, props);
     }
+    debug_born(desc, block, size);
     /* Pages fresh from the kernel or decommitted read as zeros already. */
     if (clear && !zeroed)
         memset(block, 0, size);
     return block;
-}
-
-static inline int is_power_of_two(size_t x)
-{
-    return x != 0 && (x & (x - 1)) == 0;
 }
 
 /* The properties of a new block: alignments below the minimum are the minimum. */
@@ -105,25 +139,89 @@ static struct heap_props props_for(size_t size, size_t align, bool zero_fill)
                                .tracked = true};
 }
 
+/* The tracked bins start after the plain ones. */
+#define API_TRACKED_BINS (SIZECLASS_COUNT * SIZECLASS_STRIDE)
+
+/* malloc's fast path in the statistics and debug builds, for small requests: a block
+ * from this thread's bin (in the debug build, the tracked twin of the class, as every
+ * block has a record there, with its canary after the request: debug.h), or NULL if the
+ * bin is empty or the request not small. *usable is the block's size. */
+LFH_INLINE void *malloc_small_instrumented(size_t size, size_t *usable)
+{
+    /* debug_room only for sizes it cannot wrap around */
+    size_t room = size <= SIZECLASS_LOOKUP_MAX ? debug_room(size) : SIZE_MAX;
+    if (LFH_UNLIKELY(room > SIZECLASS_LOOKUP_MAX))
+        return NULL;
+    uintptr_t bins = DEBUG_ENABLED ? API_TRACKED_BINS : 0;
+    void *block = tcache_bin_take(tcache_base() + bins + sizeclass_lookup[room]);
+    if (LFH_UNLIKELY(block == NULL))
+        return NULL;
+    unsigned size_class = sizeclass_lookup[room] / SIZECLASS_STRIDE;
+    uint32_t record = (uint32_t)size | HEAP_RECORD_MALLOC;
+    debug_born_small(pagemap_find(block), block, size_class, size, record);
+    *usable = sizeclass_block_size[size_class];
+    return block;
+}
+
+/* The debug build's malloc when the fast path cannot serve it. */
+static LFH_NOINLINE void *malloc_debug_slow(size_t size)
+{
+    struct heap_props props = props_for(size, API_MIN_ALIGN, false);
+    props.tracked = false;
+    return alloc_tracked(&props, false);
+}
+
+/* malloc, uncounted. */
+LFH_INLINE void *malloc_block(size_t size)
+{
+    if (DEBUG_ENABLED) {
+        size_t usable;
+        void *block = malloc_small_instrumented(size, &usable);
+        return LFH_LIKELY(block != NULL) ? block : malloc_debug_slow(size);
+    }
+    if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
+        return tcache_alloc_small(size);
+    return malloc_medium_or_large(size);
+}
+
+LFH_EXPORT void *lfh_malloc(size_t size)
+{
+    if (API_INSTRUMENTED) {
+        size_t usable;
+        void *block = malloc_small_instrumented(size, &usable);
+        if (LFH_LIKELY(block != NULL)) {
+            stats_count_alloc(LFH_STATS_MALLOC, size, usable);
+            return block;
+        }
+        block = DEBUG_ENABLED ? malloc_debug_slow(size) : malloc_block(size);
+        return counted(LFH_STATS_MALLOC, size, block);
+    }
+    return malloc_block(size);
+}
+
+static inline int is_power_of_two(size_t x)
+{
+    return x != 0 && (x & (x - 1)) == 0;
+}
+
 LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
 {
     size_t bytes;
     if (__builtin_mul_overflow(count, size, &bytes))
-        return fail_nomem();
-    if (LFH_LIKELY(bytes <= SIZECLASS_LOOKUP_MAX)) {
+        return counted(LFH_STATS_CALLOC, SIZE_MAX, fail_nomem());
+    if (!DEBUG_ENABLED && LFH_LIKELY(bytes <= SIZECLASS_LOOKUP_MAX)) {
         /* calloc's fast path: malloc's, from the tracked twin of the class, plus the
          * block's record and the zeros. */
-        uintptr_t tracked_bins = SIZECLASS_COUNT * SIZECLASS_STRIDE;
-        void *block = tcache_bin_take(tcache_base() + tracked_bins + sizeclass_lookup[bytes]);
+        void *block = tcache_bin_take(tcache_base() + API_TRACKED_BINS + sizeclass_lookup[bytes]);
         if (LFH_LIKELY(block != NULL)) {
             unsigned size_class = sizeclass_lookup[bytes] / SIZECLASS_STRIDE;
             *heap_record_at(pagemap_find(block), block, size_class) =
                 (uint32_t)bytes | HEAP_RECORD_CALLOC;
-            return memset(block, 0, bytes);
+            return counted(LFH_STATS_CALLOC, bytes, memset(block, 0, bytes));
         }
     }
     struct heap_props props = props_for(bytes, API_MIN_ALIGN, true);
-    return alloc_tracked(&props, true);
+    return counted(LFH_STATS_CALLOC, bytes, alloc_tracked(&props, true));
 }
 
 /* The aligned routines: `align` is a power of two. */
@@ -135,10 +233,12 @@ static void *alloc_aligned(size_t align, size_t size, bool zero_fill)
 
 LFH_EXPORT int lfh_posix_memalign(void **memptr, size_t alignment, size_t size)
 {
-    if (!is_power_of_two(alignment) || alignment % sizeof(void *) != 0)
+    if (!is_power_of_two(alignment) || alignment % sizeof(void *) != 0) {
+        counted(LFH_STATS_POSIX_MEMALIGN, size, NULL);
         return EINVAL;
+    }
     int saved = errno;
-    void *block = alloc_aligned(alignment, size, false);
+    void *block = counted(LFH_STATS_POSIX_MEMALIGN, size, alloc_aligned(alignment, size, false));
     if (!block) {
         errno = saved;
         return ENOMEM;
@@ -151,9 +251,9 @@ LFH_EXPORT void *lfh_aligned_alloc(size_t alignment, size_t size)
 {
     if (!is_power_of_two(alignment)) {
         errno = EINVAL;
-        return NULL;
+        return counted(LFH_STATS_ALIGNED_ALLOC, size, NULL);
     }
-    return alloc_aligned(alignment, size, false);
+    return counted(LFH_STATS_ALIGNED_ALLOC, size, alloc_aligned(alignment, size, false));
 }
 
 LFH_EXPORT void *lfh_memalign(size_t alignment, size_t size)
@@ -161,25 +261,26 @@ LFH_EXPORT void *lfh_memalign(size_t alignment, size_t size)
     /* glibc: alignments that are not powers of two are rounded up to one. */
     if (alignment > SIZE_MAX / 2 + 1) {
         errno = EINVAL;
-        return NULL;
+        return counted(LFH_STATS_MEMALIGN, size, NULL);
     }
     size_t align = 1;
     while (align < alignment)
         align <<= 1;
-    return alloc_aligned(align, size, false);
+    return counted(LFH_STATS_MEMALIGN, size, alloc_aligned(align, size, false));
 }
 
 LFH_EXPORT void *lfh_valloc(size_t size)
 {
-    return alloc_aligned(OS_PAGE_SIZE, size, false);
+    return counted(LFH_STATS_VALLOC, size, alloc_aligned(OS_PAGE_SIZE, size, false));
 }
 
 LFH_EXPORT void *lfh_pvalloc(size_t size)
 {
     size_t rounded = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     if (rounded < size)
-        return fail_nomem();
-    return alloc_aligned(OS_PAGE_SIZE, rounded ? rounded : OS_PAGE_SIZE, false);
+        return counted(LFH_STATS_PVALLOC, size, fail_nomem());
+    return counted(LFH_STATS_PVALLOC, size,
+                   alloc_aligned(OS_PAGE_SIZE, rounded ? rounded : OS_PAGE_SIZE, false));
 }
 
 /* llheap's array routines: dim * elem_size bytes, ENOMEM when that overflows. */
@@ -187,31 +288,34 @@ LFH_EXPORT void *lfh_aalloc(size_t dim, size_t elem_size)
 {
     size_t bytes;
     if (__builtin_mul_overflow(dim, elem_size, &bytes))
-        return fail_nomem();
+        return counted(LFH_STATS_AALLOC, SIZE_MAX, fail_nomem());
     struct heap_props props = props_for(bytes, API_MIN_ALIGN, false);
-    return alloc_tracked(&props, false);
+    return counted(LFH_STATS_AALLOC, bytes, alloc_tracked(&props, false));
 }
 
-static void *alloc_aligned_array(size_t align, size_t dim, size_t elem_size, bool zero_fill)
+static void *alloc_aligned_array(enum lfh_stats_routine routine, size_t align, size_t dim,
+                                 size_t elem_size, bool zero_fill)
 {
     size_t bytes;
+    if (__builtin_mul_overflow(dim, elem_size, &bytes))
+        bytes = SIZE_MAX;
     if (!is_power_of_two(align)) {
         errno = EINVAL;
-        return NULL;
+        return counted(routine, bytes, NULL);
     }
-    if (__builtin_mul_overflow(dim, elem_size, &bytes))
-        return fail_nomem();
-    return alloc_aligned(align, bytes, zero_fill);
+    if (bytes == SIZE_MAX)
+        return counted(routine, bytes, fail_nomem());
+    return counted(routine, bytes, alloc_aligned(align, bytes, zero_fill));
 }
 
 LFH_EXPORT void *lfh_amemalign(size_t alignment, size_t dim, size_t elem_size)
 {
-    return alloc_aligned_array(alignment, dim, elem_size, false);
+    return alloc_aligned_array(LFH_STATS_AMEMALIGN, alignment, dim, elem_size, false);
 }
 
 LFH_EXPORT void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size)
 {
-    return alloc_aligned_array(alignment, dim, elem_size, true);
+    return alloc_aligned_array(LFH_STATS_CMEMALIGN, alignment, dim, elem_size, true);
 }
 
 /* ---- release ---------------------------------------------------------------------- */
@@ -239,8 +343,77 @@ static LFH_NOINLINE void free_slow(void *ptr)
         tcache_free_slow(ptr, desc);
 }
 
+/* Frees the block at ptr, whose descriptor is desc: free's path once it knows the block
+ * (and realloc's and resize's for the block they leave, uncounted). */
+static void release_block(void *ptr, struct descriptor *desc)
+{
+    debug_died(desc, ptr);
+    if (desc->class_index == HEAP_CLASS_LARGE) {
+        heap_large_free(desc);
+        return;
+    }
+    if (tcache_free(ptr, desc))
+        return;
+    /* Another thread owns the superblock (or this thread has no cache any more). */
+    STATS_ADD(STATS_REMOTE_FREES, 1);
+    STATS_ADD(STATS_REMOTE_BYTES, desc->block_size);
+    tcache_free_slow(ptr, desc);
+}
+
+/* free and its sized forms in the statistics and debug builds, the general path: counts
+ * the call, checks the pointer (and, if `sized`, the size and alignment: 0 for
+ * free_sized), then frees the block as the release build would. */
+static LFH_NOINLINE void free_checked(void *ptr, const char *routine, bool sized, size_t size,
+                                      size_t align)
+{
+    if (!ptr) {
+        STATS_ADD(STATS_FREE_NULL, 1);
+        return;
+    }
+    struct descriptor *desc = block_descriptor(ptr);
+    size_t request;
+    if (!debug_check(routine, ptr, desc, true, &request)) {
+        STATS_ADD(STATS_FREE_INVALID, 1);
+        return; /* ignored, as the release build ignores it */
+    }
+    if (sized)
+        debug_check_sized(ptr, desc, request, size, align);
+    stats_count_free(usable_size(desc), request);
+    release_block(ptr, desc);
+}
+
+/* free's fast path in those builds: a live small block (the debug build checks and fills
+ * it first) that goes back into this thread's cache; anything else takes free_checked. */
+LFH_INLINE void free_instrumented(void *ptr)
+{
+    struct descriptor *desc = pagemap_find(ptr);
+    size_t usable = desc->block_size;
+    size_t request;
+    if (!debug_died_small(desc, ptr, &request)) {
+        free_checked(ptr, "free", false, 0, 0);
+        return;
+    }
+    if (LFH_LIKELY(tcache_free(ptr, desc))) {
+        stats_count_free(usable, request);
+        return;
+    }
+    if (!DEBUG_ENABLED) {
+        free_checked(ptr, "free", false, 0, 0);
+        return;
+    }
+    /* The debug build checked the block and marked it freed: a remote free. */
+    stats_count_free(usable, request);
+    STATS_ADD(STATS_REMOTE_FREES, 1);
+    STATS_ADD(STATS_REMOTE_BYTES, usable);
+    tcache_free_slow(ptr, desc);
+}
+
 LFH_EXPORT void lfh_free(void *ptr)
 {
+    if (API_INSTRUMENTED) {
+        free_instrumented(ptr);
+        return;
+    }
     /* Unknown pointers (NULL too) get a descriptor no thread owns: slow path. */
     if (LFH_LIKELY(tcache_free(ptr, pagemap_find(ptr))))
         return;
@@ -254,24 +427,24 @@ LFH_EXPORT void lfh_cfree(void *ptr)
 
 LFH_EXPORT void lfh_free_sized(void *ptr, size_t size)
 {
-    (void)size;
+    if (API_INSTRUMENTED) {
+        free_checked(ptr, "free_sized", true, size, 0);
+        return;
+    }
     lfh_free(ptr);
 }
 
 LFH_EXPORT void lfh_free_aligned_sized(void *ptr, size_t alignment, size_t size)
 {
-    (void)alignment;
-    (void)size;
+    if (API_INSTRUMENTED) {
+        /* An alignment of 0 is no power of two: the check reports it as wrong. */
+        free_checked(ptr, "free_aligned_sized", true, size, alignment ? alignment : 1);
+        return;
+    }
     lfh_free(ptr);
 }
 
 /* ---- queries and resizing --------------------------------------------------------- */
-
-/* Bytes usable in the block desc describes (ptr is its start: see block_descriptor). */
-static size_t usable_size(const struct descriptor *desc)
-{
-    return desc->class_index == HEAP_CLASS_LARGE ? desc->size : desc->block_size;
-}
 
 /* The record of a block, or what a plain block's would be: malloc gave it no request
  * size to remember, so its whole block counts as requested. */
@@ -286,6 +459,12 @@ static struct heap_props block_props(struct descriptor *desc, const void *ptr)
 LFH_EXPORT size_t lfh_malloc_usable_size(void *ptr)
 {
     struct descriptor *desc = block_descriptor(ptr);
+    /* The debug build's usable bytes end where the canary starts. */
+    size_t request;
+    if (DEBUG_ENABLED && ptr)
+        return debug_check("malloc_usable_size", ptr, desc, false, &request)
+                   ? debug_usable(request)
+                   : 0;
     return desc ? usable_size(desc) : 0;
 }
 
@@ -314,16 +493,17 @@ static void *resize_in_place(void *ptr, struct descriptor *desc, size_t size, si
 {
     if ((uintptr_t)ptr & (align - 1))
         return NULL;
+    size_t room = debug_room(size);
     if (desc->class_index != HEAP_CLASS_LARGE) {
         size_t usable = desc->block_size;
         /* Stay while the request fits and would not waste over half the block. */
-        bool fits = size <= usable && (size > usable / 2 ||
-                                       sizeclass_of(size) == heap_size_class(desc->class_index));
+        bool fits = room <= usable && (room > usable / 2 ||
+                                       sizeclass_of(room) == heap_size_class(desc->class_index));
         return fits ? ptr : NULL;
     }
-    if (size <= SIZECLASS_MAX_SIZE)
+    if (room <= SIZECLASS_MAX_SIZE)
         return NULL; /* a small block wastes less */
-    return heap_large_resize(desc, size, align);
+    return heap_large_resize(desc, room, align);
 }
 
 /* realloc of the block at ptr (desc) to `size` > 0 bytes, keeping its contents and sticky
@@ -332,6 +512,18 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
 {
     if (size > PTRDIFF_MAX)
         return fail_nomem();
+    if (LFH_LIKELY(desc->class_index < SIZECLASS_COUNT && align == 0)) {
+        /* A plain small block: no record, no property to keep. */
+        size_t usable = desc->block_size;
+        if (size <= usable && (size > usable / 2 || sizeclass_of(size) == desc->class_index))
+            return ptr;
+        void *fresh = malloc_block(size);
+        if (!fresh)
+            return NULL;
+        memcpy(fresh, ptr, size < usable ? size : usable);
+        release_block(ptr, desc);
+        return fresh;
+    }
     struct heap_props props = block_props(desc, ptr);
     bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;
     bool tracked = props.tracked || align != 0;
@@ -352,125 +544,124 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
             size_t dirty_end = desc->os_backed && old_mapped < size ? old_mapped : size;
             memset((char *)fresh + old_request, 0, dirty_end - old_request);
         }
+        debug_resized(desc, fresh, size);
         if (recorded)
             heap_props_set(desc, fresh, &props);
         return fresh;
     }
-    fresh = tracked ? alloc_tracked(&props, false) : lfh_malloc(size);
+    fresh = tracked ? alloc_tracked(&props, false) : malloc_block(size);
     if (!fresh)
         return NULL;
     size_t copied = old_request < size ? old_request : size;
     memcpy(fresh, ptr, copied);
     if (props.zero_fill && size > copied)
         memset((char *)fresh + copied, 0, size - copied);
-    lfh_free(ptr);
+    release_block(ptr, desc);
     return fresh;
+}
+
+/* realloc, reallocarray and aligned_realloc (`align` not 0: a power of two, at least
+ * API_MIN_ALIGN), counted as `routine`. */
+static void *realloc_call(enum lfh_stats_routine routine, const char *name, void *ptr,
+                          size_t size, size_t align)
+{
+    if (!ptr)
+        return counted(routine, size,
+                       align ? alloc_aligned(align, size, false) : malloc_block(size));
+    struct descriptor *desc = block_descriptor(ptr);
+    size_t request;
+    if (!debug_check(name, ptr, desc, true, &request)) {
+        /* Not a block: realloc(p, 0) is free(p), which ignores it; otherwise EINVAL. */
+        if (size != 0)
+            errno = EINVAL;
+        return counted(routine, size, NULL);
+    }
+    size_t old_usable = usable_size(desc);
+    if (size == 0) {
+        counted_resize(routine, 0, old_usable, NULL);
+        release_block(ptr, desc);
+        return NULL;
+    }
+    return counted_resize(routine, size, old_usable, realloc_block(ptr, desc, size, align));
 }
 
 LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
 {
-    if (!ptr)
-        return lfh_malloc(size);
-    if (size == 0) {
-        lfh_free(ptr);
-        return NULL;
-    }
-    struct descriptor *desc = block_descriptor(ptr);
-    if (!desc) {
-        errno = EINVAL;
-        return NULL;
-    }
-    if (LFH_LIKELY(desc->class_index < SIZECLASS_COUNT)) {
-        /* A plain small block: no record, no property to keep. */
-        size_t usable = desc->block_size;
-        if (size <= usable && (size > usable / 2 || sizeclass_of(size) == desc->class_index))
-            return ptr;
-        void *fresh = lfh_malloc(size);
-        if (!fresh)
-            return NULL;
-        memcpy(fresh, ptr, size < usable ? size : usable);
-        lfh_free(ptr);
-        return fresh;
-    }
-    return realloc_block(ptr, desc, size, 0);
+    return realloc_call(LFH_STATS_REALLOC, "realloc", ptr, size, 0);
 }
 
 LFH_EXPORT void *lfh_reallocarray(void *ptr, size_t count, size_t size)
 {
     size_t bytes;
     if (__builtin_mul_overflow(count, size, &bytes))
-        return fail_nomem();
-    return lfh_realloc(ptr, bytes);
+        return counted(LFH_STATS_REALLOC, SIZE_MAX, fail_nomem());
+    return realloc_call(LFH_STATS_REALLOC, "reallocarray", ptr, bytes, 0);
 }
 
 LFH_EXPORT void *lfh_aligned_realloc(void *ptr, size_t alignment, size_t size)
 {
     if (!is_power_of_two(alignment)) {
         errno = EINVAL;
-        return NULL;
+        return counted(LFH_STATS_ALIGNED_REALLOC, size, NULL);
     }
     size_t align = alignment < API_MIN_ALIGN ? API_MIN_ALIGN : alignment;
-    if (!ptr)
-        return alloc_aligned(align, size, false);
-    if (size == 0) {
-        lfh_free(ptr);
-        return NULL;
-    }
-    struct descriptor *desc = block_descriptor(ptr);
-    if (!desc) {
-        errno = EINVAL;
-        return NULL;
-    }
-    return realloc_block(ptr, desc, size, align);
+    return realloc_call(LFH_STATS_ALIGNED_REALLOC, "aligned_realloc", ptr, size, align);
 }
 
 /* llheap's resize: a block of `size` bytes aligned to `align`, with no sticky property
  * and no promise about its contents: the old block's if it fits, else a new one (the
  * old block is freed only once the new one exists, so failure leaves it intact). */
-static void *resize_block(void *ptr, size_t size, size_t align, bool aligned_routine)
+static void *resize_call(enum lfh_stats_routine routine, const char *name, void *ptr,
+                         size_t size, size_t align, bool aligned_routine)
 {
     struct heap_props props = props_for(size, align, false);
     props.tracked = aligned_routine;
     if (!ptr)
-        return aligned_routine ? alloc_tracked(&props, false) : lfh_malloc(size);
-    if (size == 0) {
-        lfh_free(ptr);
-        return NULL;
-    }
+        return counted(routine, size,
+                       aligned_routine ? alloc_tracked(&props, false) : malloc_block(size));
     struct descriptor *desc = block_descriptor(ptr);
-    if (!desc) {
-        errno = EINVAL;
+    size_t request;
+    if (!debug_check(name, ptr, desc, true, &request)) {
+        if (size != 0)
+            errno = EINVAL;
+        return counted(routine, size, NULL);
+    }
+    size_t old_usable = usable_size(desc);
+    if (size == 0) {
+        counted_resize(routine, 0, old_usable, NULL);
+        release_block(ptr, desc);
         return NULL;
     }
     if (size > PTRDIFF_MAX)
-        return fail_nomem();
+        return counted_resize(routine, size, old_usable, fail_nomem());
     bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;
     if (recorded || !aligned_routine) {
         void *kept = resize_in_place(ptr, desc, size, props.align);
         if (kept) {
+            debug_resized(desc, kept, size);
             if (recorded)
                 heap_props_set(desc, kept, &props);
-            return kept;
+            return counted_resize(routine, size, old_usable, kept);
         }
     }
-    void *fresh = aligned_routine ? alloc_tracked(&props, false) : lfh_malloc(size);
+    void *fresh = aligned_routine ? alloc_tracked(&props, false) : malloc_block(size);
     if (fresh)
-        lfh_free(ptr);
-    return fresh;
+        release_block(ptr, desc);
+    return counted_resize(routine, size, old_usable, fresh);
 }
 
 LFH_EXPORT void *lfh_resize(void *ptr, size_t size)
 {
-    return resize_block(ptr, size, API_MIN_ALIGN, false);
+    return resize_call(LFH_STATS_RESIZE, "resize", ptr, size, API_MIN_ALIGN, false);
 }
 
 LFH_EXPORT void *lfh_aligned_resize(void *ptr, size_t alignment, size_t size)
 {
     if (!is_power_of_two(alignment)) {
         errno = EINVAL;
-        return NULL;
+        return counted(LFH_STATS_ALIGNED_RESIZE, size, NULL);
     }
-    return resize_block(ptr, size, alignment, true);
+    return resize_call(LFH_STATS_ALIGNED_RESIZE, "aligned_resize", ptr, size, alignment, true);
 }
 
 LFH_EXPORT int lfh_malloc_trim(size_t pad)

@@ -403,13 +403,11 @@ unsigned arena_busy_count(void)
 }
 #endif
 
-#ifdef LFHEAP_FAULT_INJECTION
-unsigned arena_count_mapped(void)
+unsigned arena_mapped(void)
 {
-    unsigned mapped = 0;
     unsigned count = atomic_load_explicit(&arena_count, memory_order_acquire);
+    unsigned mapped = 0;
     for (unsigned i = 0; i < count; i++)
         mapped += arena_at(i) != NULL;
     return mapped;
 }
-#endif

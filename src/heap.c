@@ -19,6 +19,7 @@
 #include "pagemap.h"
 #include "park.h"
 #include "vgclient.h"
+#include "stats.h"
 
 #include <errno.h>
 #include <string.h>
@@ -212,6 +213,11 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
         /* A tracked class: each block has a 4-byte record, kept at the superblock's end. */
         d->max_count = (uint32_t)(size / (d->block_size + sizeof(uint32_t)));
         d->records = (uint32_t *)(start + size) - d->max_count;
+#ifdef LFHEAP_DEBUG
+        /* The debug build's block states start at "never handed out" (a chunk may come
+         * back dirty from an earlier tenant). */
+        memset(d->records, 0, d->max_count * sizeof(uint32_t));
+#endif
     }
     d->class_index = (uint8_t)cls;
     d->class_scaled = (uint16_t)(cls * SIZECLASS_STRIDE);
@@ -232,6 +238,7 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
         return false;
     }
     vgclient_unused(start, size);
+    STATS_ADD(STATS_SUPERBLOCKS_CREATED, 1);
     out->desc = d;
     out->chain = NULL;
     out->chain_count = 0;
@@ -254,6 +261,9 @@ static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_
             return false;
         }
         LFH_PARK(HEAP_TAKE_CAS);
+        /* Only a FULL -> PARTIAL give-back pushes a descriptor, and only its popper
+         * takes the blocks: a popped descriptor cannot be FULL. */
+        LFH_ASSERT(anchor_state(old) == ANCHOR_PARTIAL);
         /* A failed CAS means blocks were added: someone else made progress. */
     } while (!atomic_compare_exchange_weak_explicit(&d->anchor, &old, taken, memory_order_acquire,
                                                     memory_order_acquire));
@@ -298,6 +308,9 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
     uint64_t new;
     do {
         uint32_t new_count = anchor_count(old) + returned;
+        /* The caller holds the blocks it returns, so the superblock is not EMPTY, and
+         * cannot get more free blocks than it has. */
+        LFH_ASSERT(anchor_state(old) != ANCHOR_EMPTY && new_count <= d->max_count);
         uint64_t avail = anchor_avail(old);
         if (first) {
             /* The block is ours until the CAS succeeds; rewriting on retry is fine. */
@@ -321,6 +334,7 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
          * CAS on, `d` may only be touched if it is on no stack (old state FULL). */
         bool on_stack = anchor_state(old) != ANCHOR_FULL;
         LFH_PARK(HEAP_EMPTY_UNRELEASED);
+        STATS_ADD(STATS_SUPERBLOCKS_RELEASED, 1);
         pages_release(start, size, false);
         if (!on_stack)
             desc_retire(d);
@@ -370,14 +384,22 @@ bool heap_props_get(const struct descriptor *d, const void *block, struct heap_p
     return true;
 }
 
+/* The record bits heap_props_set keeps: the debug build's block state. */
+#ifdef LFHEAP_DEBUG
+#define RECORD_KEPT HEAP_RECORD_STATE_MASK
+#else
+#define RECORD_KEPT 0u
+#endif
+
 void heap_props_set(struct descriptor *d, const void *block, const struct heap_props *props)
 {
     if (d->class_index == HEAP_CLASS_LARGE) {
-        d->large_flags = record_flags(props);
+        d->large_flags = (d->large_flags & RECORD_KEPT) | record_flags(props);
         d->large_request = props->request;
         return;
     }
-    *record_of(d, block) = record_flags(props) | (uint32_t)props->request;
+    uint32_t *record = record_of(d, block);
+    *record = (*record & RECORD_KEPT) | record_flags(props) | (uint32_t)props->request;
 }
 
 /* ---- large blocks ----------------------------------------------------------------- */
@@ -431,12 +453,16 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
         return NULL;
     }
     vgclient_alloc(start, bytes, *zeroed);
+    STATS_ADD(d->os_backed ? STATS_HUGE_ALLOCATED : STATS_LARGE_ALLOCATED, 1);
+    STATS_ADD(d->os_backed ? STATS_HUGE_BYTES_IN : STATS_LARGE_BYTES_IN, bytes);
     return start;
 }
 
 void heap_large_free(struct descriptor *d)
 {
     vgclient_free(d->start);
+    STATS_ADD(d->os_backed ? STATS_HUGE_FREED : STATS_LARGE_FREED, 1);
+    STATS_ADD(d->os_backed ? STATS_HUGE_BYTES_OUT : STATS_LARGE_BYTES_OUT, d->size);
     pages_release(d->start, d->size, d->os_backed);
     desc_retire(d);
 }
@@ -462,6 +488,7 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
         /* Shrink in place: unregister the tail before the kernel can hand it out. */
         pagemap_set(old + bytes, old_bytes - bytes, NULL);
         os_unmap(old + bytes, old_bytes - bytes);
+        STATS_ADD(STATS_HUGE_BYTES_OUT, old_bytes - bytes);
         d->size = bytes;
         return old;
     }
@@ -481,6 +508,7 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
         os_unmap(dest, bytes);
         return NULL;
     }
+    STATS_ADD(STATS_HUGE_BYTES_IN, bytes - old_bytes);
     d->start = dest;
     d->size = bytes;
     return dest;

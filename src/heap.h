@@ -142,8 +142,14 @@ void heap_give_back(struct descriptor *desc, void *first, void *last, uint32_t c
 #define HEAP_RECORD_ALIGN_MASK   0x1Fu
 #define HEAP_RECORD_ZERO_FILL    (1u << 21)
 #define HEAP_RECORD_TRACKED      (1u << 22) /* large blocks only: see heap_props.tracked */
+/* Two bits the debug build keeps in every record (and in large_flags): the block's state,
+ * never handed out, live or freed (debug.h). heap_props_set leaves them alone there. */
+#define HEAP_RECORD_STATE_SHIFT 23
+#define HEAP_RECORD_STATE_MASK  (3u << HEAP_RECORD_STATE_SHIFT)
 /* The record of a calloc block, but for its request size: 16-byte aligned, zero fill. */
 #define HEAP_RECORD_CALLOC (4u << HEAP_RECORD_ALIGN_SHIFT | HEAP_RECORD_ZERO_FILL)
+/* The same for a malloc block (the debug build records them all). */
+#define HEAP_RECORD_MALLOC (4u << HEAP_RECORD_ALIGN_SHIFT)
 
 /* The record of `block` in a superblock of a tracked class whose size class is
  * `size_class`. Records are plain memory: a block's record is written and read only by

@@ -7,12 +7,25 @@
  * (0: free) and published by a release store of its address; a retrying thread takes the
  * address with an exchange, so each range is retried by one thread at a time, and frees
  * the slot by clearing the size once the range is gone. No thread waits for another.
+ *
+ * The statistics build counts every system call here (and the bytes it names), so the
+ * counts are exactly the system calls lfheap makes.
  */
 #include "os.h"
 
+#include "stats.h"
+
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <sys/mman.h>
+
+/* `calls` is a STATS_*_CALLS counter; its bytes counter follows it. */
+static inline void os_count(unsigned calls, size_t bytes)
+{
+    STATS_ADD(calls, 1);
+    STATS_ADD(calls + 1, bytes);
+}
 
 #ifdef LFHEAP_FAULT_INJECTION
 /* Relaxed throughout: the test sets the injection from one thread and orders it with the
@@ -67,6 +80,7 @@ static void os_defer_unmap(void *addr, size_t size)
         return;
     }
     /* Every slot taken: the range stays reserved for good, but its pages go back. */
+    os_count(STATS_MADVISE_CALLS, size);
     madvise(addr, size, MADV_DONTNEED);
 }
 
@@ -81,7 +95,10 @@ void os_retry(void)
         if (!addr)
             continue;
         size_t size = atomic_load_explicit(&os_deferred[i].size, memory_order_relaxed);
-        if (os_fault() || munmap((void *)addr, size) != 0) {
+        bool refused = os_fault();
+        if (!refused)
+            os_count(STATS_MUNMAP_CALLS, size);
+        if (refused || munmap((void *)addr, size) != 0) {
             /* Release: the next retrier reads the size again. */
             atomic_store_explicit(&os_deferred[i].addr, addr, memory_order_release);
             continue;
@@ -96,6 +113,7 @@ void os_retry(void)
 
 static void unmap_or_defer(void *addr, size_t size)
 {
+    os_count(STATS_MUNMAP_CALLS, size);
     if (munmap(addr, size) != 0)
         os_defer_unmap(addr, size);
 }
@@ -105,12 +123,14 @@ void *os_map(size_t size, size_t align)
     if (os_fault())
         return NULL;
     if (align <= OS_PAGE_SIZE) {
+        os_count(STATS_MMAP_CALLS, size);
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         return p == MAP_FAILED ? NULL : p;
     }
     size_t padded = size + align - OS_PAGE_SIZE;
     if (padded < size)
         return NULL;
+    os_count(STATS_MMAP_CALLS, padded);
     char *raw = mmap(NULL, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
         return NULL;
@@ -134,13 +154,17 @@ void os_unmap(void *addr, size_t size)
 
 bool os_decommit(void *addr, size_t size)
 {
-    return !os_fault() && madvise(addr, size, MADV_DONTNEED) == 0;
+    if (os_fault())
+        return false;
+    os_count(STATS_MADVISE_CALLS, size);
+    return madvise(addr, size, MADV_DONTNEED) == 0;
 }
 
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
 {
     if (os_fault())
         return false;
+    os_count(STATS_MREMAP_CALLS, new_size);
     return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
 }
 

@@ -7,6 +7,7 @@
 
 #include "pagemap.h"
 #include "park.h"
+#include "stats.h"
 #include "vgclient.h"
 
 #include <errno.h>
@@ -137,6 +138,7 @@ static void tcache_setup(struct tcache *tc)
         *tc = *orphan;
         tcache_register_exit(tc);
         release_block(orphan); /* the copy lived in a block the orphan owned: now ours */
+        STATS_ADD(STATS_CACHES_ADOPTED, 1);
         return;
     }
     /* Relaxed: ids only need to be distinct. */
@@ -147,6 +149,7 @@ static void tcache_setup(struct tcache *tc)
         tc->bins[cls].block_size = sizeclass_block_size[heap_size_class(cls)];
     }
     tcache_register_exit(tc);
+    STATS_ADD(STATS_CACHES_NEW, 1);
 }
 
 /* Slots of the table give_back_list gathers blocks in, per superblock (a power of two);
@@ -572,10 +575,16 @@ static void tcache_thread_exit(void *unused)
 {
     (void)unused;
     busy_enter();
-    if (LFH_UNLIKELY(hide_depth != 0))
+    if (LFH_UNLIKELY(hide_depth != 0)) {
         hidden_at_exit(&tcache_self);
-    else if (tcache_self.id != TCACHE_ID_EXITED && !tcache_orphan(&tcache_self))
-        flush_cache(&tcache_self);
+    } else if (tcache_self.id != TCACHE_ID_EXITED) {
+        if (tcache_orphan(&tcache_self)) {
+            STATS_ADD(STATS_CACHES_ORPHANED, 1);
+        } else {
+            flush_cache(&tcache_self);
+            STATS_ADD(STATS_CACHES_FLUSHED, 1);
+        }
+    }
     tcache_self.id = TCACHE_ID_EXITED;
     busy_leave();
 }

@@ -83,7 +83,7 @@ static bool reads_zero(const char *p, size_t size)
 static bool arenas_whole(void)
 {
     static char *whole[4096];
-    unsigned arenas = arena_count_mapped();
+    unsigned arenas = arena_mapped();
     struct os_fault_stats before, after;
     os_fault_stats(&before);
     unsigned got = 0;

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""What the statistics and debug builds cost: runs benchmark workloads with the release
+library and with variant libraries preloaded, interleaved in every repetition (rotating
+order), and prints each workload's median time per library and its ratio to the
+release build's median from the same run. Tests check correctness; this only measures.
+
+    bench/variants.py                                  # stats-debug vs release, defaults
+    bench/variants.py --libs build/liblfheap-stats.so,build/liblfheap-stats-debug.so
+    bench/variants.py --workloads larson,churn --threads 1,2 --runs 7
+
+Workload parameters are run.py's "quick" profile. larson reports Mops/s; its ratio is
+inverted (release throughput / variant throughput) so that every ratio reads as "time
+relative to release". The last line is the geometric mean of the ratios.
+"""
+
+import argparse
+import math
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+import run  # noqa: E402
+
+DEFAULT_WORKLOADS = "linux-scalability,threadtest,larson,churn,speed,consume,recycle,thread-churn"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--release", default="build/liblfheap.so")
+    ap.add_argument("--libs", default="build/liblfheap-stats-debug.so")
+    ap.add_argument("--workloads", default=DEFAULT_WORKLOADS)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    libs = [args.release] + args.libs.split(",")
+    names = [os.path.basename(p) for p in libs]
+    knobs = run.PROFILES["quick"]["knobs"]
+    cells = [(w, int(t)) for w in args.workloads.split(",") for t in args.threads.split(",")]
+    values = {(c, lib): [] for c in cells for lib in libs}
+    for rep in range(args.runs):
+        for c in cells:
+            workload, threads = c
+            order = libs[rep % len(libs):] + libs[:rep % len(libs)]
+            for lib in order:
+                benchlib.note("run %d/%d: %s t=%d %s" % (rep + 1, args.runs, workload, threads,
+                                                        os.path.basename(lib)))
+                env = dict(os.environ, LD_PRELOAD=os.path.abspath(lib))
+                res = run.run_once(run.command_line(workload, knobs[workload], threads), env, 300)
+                if res["status"] != "ok":
+                    sys.exit("%s with %s: %s" % (workload, lib, res["status"]))
+                metric = run.METRIC[workload]
+                values[(c, lib)].append(float(res["fields"][metric]))
+    print("| workload | threads | " + " | ".join(names) + " |")
+    print("|---|---:|" + "---:|" * len(libs))
+    logs = {lib: [] for lib in libs[1:]}
+    for c in cells:
+        workload, threads = c
+        base = statistics.median(values[(c, libs[0])])
+        row = ["%.3g" % base]
+        for lib in libs[1:]:
+            med = statistics.median(values[(c, lib)])
+            ratio = base / med if run.METRIC[workload] == "mops" else med / base
+            logs[lib].append(math.log(ratio))
+            row.append("%.3g (%.2f)" % (med, ratio))
+        print("| %s | %d | %s |" % (workload, threads, " | ".join(row)))
+    print("| geometric mean | | 1 | " +
+          " | ".join("%.2f" % math.exp(sum(v) / len(v)) for v in logs.values()) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+# Statistics and debug builds (tests/suites/statsdebug.sh). Test programs:
+#   build/t-stats/NAME        linked with liblfheap-stats.a (lfh_* and standard names)
+#   build/t-stats-debug/NAME  linked with liblfheap-stats-debug.a
+#   build/t-debug/NAME        linked with liblfheap-debug.a
+#   build/t-plain/test_debug  plain, -rdynamic (the preloaded library finds malloc_unfreed)
+define statsdebug_rules
+$(BUILD)/t-$(1)/%: tests/%.c $(BUILD)/liblfheap-$(1).a $(wildcard tests/*.h)
+	@mkdir -p $$(@D)
+	$$(CC) $$(TEST_CFLAGS) $$< -o $$@ $(BUILD)/liblfheap-$(1).a -lm
+endef
+$(foreach v,stats stats-debug debug,$(eval $(call statsdebug_rules,$(v))))
+
+$(BUILD)/t-plain/test_debug: tests/test_debug.c $(wildcard tests/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -DTEST_PLAIN -rdynamic $< -o $@
+
+TEST_BINS += $(LLHEAP_VARIANTS) \
+             $(BUILD)/t/test_stats $(BUILD)/t-stats/test_stats $(BUILD)/t-stats-debug/test_stats \
+             $(BUILD)/t-debug/test_debug $(BUILD)/t-stats-debug/test_debug \
+             $(BUILD)/t-plain/test_debug \
+             $(BUILD)/t-stats-debug/test_sticky $(BUILD)/t-debug/test_sticky

@@ -1,0 +1,74 @@
+/*
+ * out: see out.h. write(2) is the only call; errno is saved and restored, so a report
+ * leaves the program's errno as it was.
+ */
+#include "out.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+void out_init(struct out *o, int fd)
+{
+    o->fd = fd;
+    o->len = 0;
+}
+
+void out_flush(struct out *o)
+{
+    int saved = errno;
+    size_t done = 0;
+    while (done < o->len) {
+        ssize_t n = write(o->fd, o->buf + done, o->len - done);
+        if (n > 0)
+            done += (size_t)n;
+        else if (n < 0 && errno == EINTR)
+            continue;
+        else
+            break;
+    }
+    o->len = 0;
+    errno = saved;
+}
+
+static void out_char(struct out *o, char c)
+{
+    if (o->len == OUT_BUFFER) out_flush(o);
+    o->buf[o->len++] = c;
+}
+
+void out_str(struct out *o, const char *s)
+{
+    while (*s)
+        out_char(o, *s++);
+}
+
+/* Digits of `value` in `base`, most significant first, a separator every three digits
+ * if `separator` is not 0. */
+static void out_digits(struct out *o, uint64_t value, unsigned base, char separator)
+{
+    char digits[32];
+    unsigned n = 0;
+    do {
+        if (separator && n % 4 == 3) digits[n++] = separator;
+        digits[n++] = "0123456789abcdef"[value % base];
+        value /= base;
+    } while (value);
+    while (n)
+        out_char(o, digits[--n]);
+}
+
+void out_dec(struct out *o, uint64_t value)
+{
+    out_digits(o, value, 10, 0);
+}
+
+void out_num(struct out *o, uint64_t value)
+{
+    out_digits(o, value, 10, ',');
+}
+
+void out_hex(struct out *o, uintptr_t value)
+{
+    out_str(o, "0x");
+    out_digits(o, value, 16, 0);
+}

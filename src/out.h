@@ -1,0 +1,35 @@
+/*
+ * out: formatted output for the reports of the statistics and debug builds, without
+ * stdio and without allocating (DESIGN.md, property 6): text and numbers are gathered in
+ * a buffer on the caller's stack and written with write(2) when it fills or is flushed.
+ * Used by malloc_stats, malloc_info, the debug build's error lines and lfh_fatal, which
+ * may run while the heap is in any state, even inside a failed allocation.
+ */
+#ifndef LFHEAP_OUT_H
+#define LFHEAP_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Large enough for one report line many times over; malloc_stats flushes a few times. */
+#define OUT_BUFFER 1024
+
+struct out {
+    int fd;
+    size_t len;
+    char buf[OUT_BUFFER];
+};
+
+void out_init(struct out *o, int fd);
+void out_str(struct out *o, const char *s);
+/* A decimal number as is (for XML and machine-read text). */
+void out_dec(struct out *o, uint64_t value);
+/* A decimal number with thousands separators, as llheap prints them: 12,715. */
+void out_num(struct out *o, uint64_t value);
+/* An address in hex, 0x-prefixed. */
+void out_hex(struct out *o, uintptr_t value);
+/* Writes what is buffered; retries partial writes and EINTR, gives up on other errors
+ * (a report that cannot be written is dropped, never waited for). */
+void out_flush(struct out *o);
+
+#endif

@@ -1,0 +1,566 @@
+/*
+ * stats: the counters' registry and the reports (malloc_stats, malloc_info, mallinfo,
+ * lfh_stats_get), see stats.h. The reports exist in every build; without counters they
+ * give what is known without them (the arenas) and say so.
+ *
+ * Registry: blocks come from slabs mapped through the os layer and are never unmapped. A
+ * new slab is linked into one chain and pushed onto the registry with one CAS, so a
+ * reader walking the list (acquire load of the head, links that never change once
+ * published) sees whole blocks only. A thread takes a block by CAS on its in_use flag
+ * (0 -> 1) and gives it back at exit with a release store of 0; the taker's acquire CAS
+ * orders the previous owner's counts before its own load-and-store updates, so none is
+ * lost. Nobody waits: a failed CAS means another thread took that block, and the taker
+ * moves on to the next one or maps a slab of its own.
+ */
+#include "stats.h"
+
+#include "arena.h"
+#include "os.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "out.h"
+
+/* ---- the counters' registry ------------------------------------------------------- */
+
+#if STATS_COUNTING
+__thread struct stats_block *stats_self;
+/* Set while this thread takes a block (its own os_map counts must not recurse), and
+ * once its block went back at thread exit. */
+static __thread bool stats_attaching;
+static __thread bool stats_detached;
+
+/* Counts made where no block of one's own exists, by atomic adds. */
+static struct stats_block stats_shared;
+static _Atomic(struct stats_block *) stats_registry;
+static _Atomic unsigned stats_exit_key; /* pthread key + 1; 0 while none exists */
+
+/* Blocks per slab: a slab is a few pages, mapped when every block is taken. */
+#define STATS_SLAB_BLOCKS 16
+
+static void stats_thread_exit(void *block)
+{
+    stats_self = NULL;
+    stats_detached = true;
+    /* Release: this thread's counts happen before the next taker's acquire CAS. */
+    atomic_store_explicit(&((struct stats_block *)block)->in_use, 0, memory_order_release);
+}
+
+static void stats_register_exit(struct stats_block *b)
+{
+    /* As tcache_register_exit: losers of the race to create the key delete their own. */
+    unsigned key_plus_one = atomic_load_explicit(&stats_exit_key, memory_order_acquire);
+    if (key_plus_one == 0) {
+        pthread_key_t key;
+        if (pthread_key_create(&key, stats_thread_exit) != 0)
+            return; /* the block then stays with the thread: its counts still count */
+        unsigned expected = 0;
+        if (atomic_compare_exchange_strong_explicit(&stats_exit_key, &expected, (unsigned)key + 1,
+                                                    memory_order_acq_rel, memory_order_acquire)) {
+            key_plus_one = (unsigned)key + 1;
+        } else {
+            pthread_key_delete(key);
+            key_plus_one = expected;
+        }
+    }
+    pthread_setspecific((pthread_key_t)(key_plus_one - 1), b);
+}
+
+static struct stats_block *stats_take(void)
+{
+    /* Acquire pairs with the pushing CAS: the blocks reached are initialised. */
+    for (struct stats_block *b = atomic_load_explicit(&stats_registry, memory_order_acquire); b;
+         b = b->next_all) {
+        int expected = 0;
+        if (atomic_load_explicit(&b->in_use, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&b->in_use, &expected, 1, memory_order_acquire,
+                                                    memory_order_relaxed))
+            return b;
+    }
+    size_t bytes =
+        (sizeof(struct stats_block) * STATS_SLAB_BLOCKS + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+    struct stats_block *slab = os_map(bytes, OS_PAGE_SIZE);
+    if (!slab) return NULL;
+    /* Zeroed by the kernel; only the links and our claim need writing before the push. */
+    for (unsigned i = 0; i + 1 < STATS_SLAB_BLOCKS; i++)
+        slab[i].next_all = &slab[i + 1];
+    atomic_store_explicit(&slab[0].in_use, 1, memory_order_relaxed);
+    struct stats_block *last = &slab[STATS_SLAB_BLOCKS - 1];
+    struct stats_block *head = atomic_load_explicit(&stats_registry, memory_order_relaxed);
+    do {
+        last->next_all = head;
+        /* Release publishes the slab; a failure means another push succeeded. */
+    } while (!atomic_compare_exchange_weak_explicit(&stats_registry, &head, slab,
+                                                    memory_order_release, memory_order_relaxed));
+    return &slab[0];
+}
+
+void stats_add_slow(unsigned counter, uint64_t n)
+{
+    if (!stats_attaching && !stats_detached) {
+        stats_attaching = true;
+        struct stats_block *b = stats_take();
+        if (b) {
+            stats_self = b;
+            stats_register_exit(b); /* may allocate: stats_self is set, so that counts */
+        }
+        stats_attaching = false;
+        if (b) {
+            stats_add(counter, n);
+            return;
+        }
+    }
+    /* Relaxed: a sum, ordered for readers like every other counter. */
+    atomic_fetch_add_explicit(&stats_shared.count[counter], n, memory_order_relaxed);
+}
+
+void stats_sum(uint64_t total[STATS_COUNTERS])
+{
+    for (unsigned i = 0; i < STATS_COUNTERS; i++)
+        total[i] = atomic_load_explicit(&stats_shared.count[i], memory_order_relaxed);
+    for (struct stats_block *b = atomic_load_explicit(&stats_registry, memory_order_acquire); b;
+         b = b->next_all)
+        for (unsigned i = 0; i < STATS_COUNTERS; i++)
+            total[i] += atomic_load_explicit(&b->count[i], memory_order_relaxed);
+}
+#endif
+
+/* ---- queries ---------------------------------------------------------------------- */
+
+static void stats_fill(struct lfh_stats *s)
+{
+    memset(s, 0, sizeof *s);
+    s->counters = STATS_ENABLED;
+#ifdef LFHEAP_DEBUG
+    s->debug = 1;
+#endif
+    s->arenas = arena_mapped();
+    s->arena_bytes = s->arenas * ARENA_SIZE;
+#if STATS_COUNTING
+    uint64_t c[STATS_COUNTERS];
+    stats_sum(c);
+    s->request_in_use = c[STATS_REQUEST_IN] - c[STATS_REQUEST_OUT];
+#if STATS_ENABLED
+    for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++) {
+        struct lfh_stats_calls *calls = &s->routine[r];
+        calls->calls = c[STATS_ROUTINE(r, STATS_CALLS)];
+        calls->zero_calls = c[STATS_ROUTINE(r, STATS_ZERO_CALLS)];
+        calls->failures = c[STATS_ROUTINE(r, STATS_FAILURES)];
+        calls->request_bytes = c[STATS_ROUTINE(r, STATS_REQUEST_BYTES)];
+        calls->alloc_bytes = c[STATS_ROUTINE(r, STATS_ALLOC_BYTES)];
+    }
+    s->free.calls = c[STATS_FREE_CALLS];
+    s->free.null_calls = c[STATS_FREE_NULL];
+    s->free.invalid_calls = c[STATS_FREE_INVALID];
+    s->free.request_bytes = c[STATS_FREE_REQUEST_BYTES];
+    s->free.alloc_bytes = c[STATS_FREE_ALLOC_BYTES];
+    s->remote_frees = c[STATS_REMOTE_FREES];
+    s->remote_bytes = c[STATS_REMOTE_BYTES];
+    s->mmap = (struct lfh_stats_os){c[STATS_MMAP_CALLS], c[STATS_MMAP_BYTES]};
+    s->munmap = (struct lfh_stats_os){c[STATS_MUNMAP_CALLS], c[STATS_MUNMAP_BYTES]};
+    s->madvise = (struct lfh_stats_os){c[STATS_MADVISE_CALLS], c[STATS_MADVISE_BYTES]};
+    s->mremap = (struct lfh_stats_os){c[STATS_MREMAP_CALLS], c[STATS_MREMAP_BYTES]};
+    s->caches_new = c[STATS_CACHES_NEW];
+    s->caches_adopted = c[STATS_CACHES_ADOPTED];
+    s->caches_orphaned = c[STATS_CACHES_ORPHANED];
+    s->caches_flushed = c[STATS_CACHES_FLUSHED];
+    s->threads_started = s->caches_new + s->caches_adopted;
+    s->threads_exited = s->caches_orphaned + s->caches_flushed;
+    s->superblocks_created = c[STATS_SUPERBLOCKS_CREATED];
+    s->superblocks_released = c[STATS_SUPERBLOCKS_RELEASED];
+    s->superblocks_live = s->superblocks_created - s->superblocks_released;
+    s->large_allocated = c[STATS_LARGE_ALLOCATED];
+    s->large_freed = c[STATS_LARGE_FREED];
+    s->large_live = s->large_allocated - s->large_freed;
+    s->large_live_bytes = c[STATS_LARGE_BYTES_IN] - c[STATS_LARGE_BYTES_OUT];
+    s->huge_allocated = c[STATS_HUGE_ALLOCATED];
+    s->huge_freed = c[STATS_HUGE_FREED];
+    s->huge_live = s->huge_allocated - s->huge_freed;
+    s->huge_live_bytes = c[STATS_HUGE_BYTES_IN] - c[STATS_HUGE_BYTES_OUT];
+    /* Every block handed out is some routine's alloc_bytes; every block taken back is
+     * free's or a resizing routine's. */
+    uint64_t handed_out = 0;
+    for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++)
+        handed_out += s->routine[r].alloc_bytes;
+    s->bytes_in_use = handed_out - s->free.alloc_bytes - c[STATS_RESIZED_OUT];
+#endif
+#endif
+}
+
+LFH_EXPORT int lfh_stats_get(struct lfh_stats *out)
+{
+    if (!out) {
+        errno = EINVAL;
+        return -1;
+    }
+    stats_fill(out);
+    return out->counters;
+}
+
+/* ---- malloc_stats ----------------------------------------------------------------- */
+
+static _Atomic int stats_fd = STDERR_FILENO;
+
+LFH_EXPORT int lfh_malloc_stats_fd(int fd)
+{
+    /* Relaxed: a setting, not a hand-off of data. */
+    return atomic_exchange_explicit(&stats_fd, fd, memory_order_relaxed);
+}
+
+static const char *const routine_names[LFH_STATS_ROUTINES] = {
+    "malloc",         "aalloc",         "calloc",  "memalign",        "aligned_alloc",
+    "posix_memalign", "valloc",         "pvalloc", "amemalign",       "cmemalign",
+    "resize",         "aligned_resize", "realloc", "aligned_realloc",
+};
+
+/* "name" padded to a column. */
+static void out_label(struct out *o, const char *name)
+{
+    out_str(o, "  ");
+    out_str(o, name);
+    for (size_t n = strlen(name); n < 16; n++)
+        out_str(o, " ");
+}
+
+static void out_storage(struct out *o, uint64_t request, uint64_t alloc)
+{
+    out_str(o, "; storage ");
+    out_num(o, request);
+    out_str(o, " / ");
+    out_num(o, alloc);
+    out_str(o, " bytes\n");
+}
+
+static void out_os(struct out *o, const char *name, const struct lfh_stats_os *os)
+{
+    out_label(o, name);
+    out_str(o, "calls ");
+    out_num(o, os->calls);
+    out_str(o, "; storage ");
+    out_num(o, os->bytes);
+    out_str(o, " bytes\n");
+}
+
+static void stats_print(int fd)
+{
+    struct lfh_stats s;
+    stats_fill(&s);
+    struct out o;
+    out_init(&o, fd);
+    out_str(&o, "lfheap statistics, pid ");
+    out_dec(&o, (uint64_t)getpid());
+    if (!s.counters) {
+        out_str(&o, ": this build keeps no counters (liblfheap-stats does)\n");
+    } else {
+        out_str(&o, " (storage request / allocation)\n");
+        for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++) {
+            const struct lfh_stats_calls *c = &s.routine[r];
+            out_label(&o, routine_names[r]);
+            out_str(&o, "calls ");
+            out_num(&o, c->calls);
+            out_str(&o, "; 0-byte ");
+            out_num(&o, c->zero_calls);
+            out_str(&o, "; failed ");
+            out_num(&o, c->failures);
+            out_storage(&o, c->request_bytes, c->alloc_bytes);
+        }
+        out_label(&o, "free");
+        out_str(&o, "calls ");
+        out_num(&o, s.free.calls);
+        out_str(&o, "; null ");
+        out_num(&o, s.free.null_calls);
+        out_str(&o, "; invalid ");
+        out_num(&o, s.free.invalid_calls);
+        out_storage(&o, s.free.request_bytes, s.free.alloc_bytes);
+        out_label(&o, "remote frees");
+        out_str(&o, "blocks ");
+        out_num(&o, s.remote_frees);
+        out_str(&o, "; storage ");
+        out_num(&o, s.remote_bytes);
+        out_str(&o, " bytes\n");
+        out_label(&o, "in use");
+        out_num(&o, s.bytes_in_use);
+        out_str(&o, " bytes in blocks\n");
+        out_os(&o, "mmap", &s.mmap);
+        out_os(&o, "munmap", &s.munmap);
+        out_os(&o, "madvise", &s.madvise);
+        out_os(&o, "mremap", &s.mremap);
+        out_label(&o, "threads");
+        out_str(&o, "started ");
+        out_num(&o, s.threads_started);
+        out_str(&o, "; exited ");
+        out_num(&o, s.threads_exited);
+        out_str(&o, "\n");
+        out_label(&o, "caches");
+        out_str(&o, "new ");
+        out_num(&o, s.caches_new);
+        out_str(&o, "; adopted ");
+        out_num(&o, s.caches_adopted);
+        out_str(&o, "; orphaned ");
+        out_num(&o, s.caches_orphaned);
+        out_str(&o, "; flushed ");
+        out_num(&o, s.caches_flushed);
+        out_str(&o, "\n");
+        out_label(&o, "superblocks");
+        out_str(&o, "created ");
+        out_num(&o, s.superblocks_created);
+        out_str(&o, "; released ");
+        out_num(&o, s.superblocks_released);
+        out_str(&o, "; live ");
+        out_num(&o, s.superblocks_live);
+        out_str(&o, "\n");
+        out_label(&o, "large blocks");
+        out_str(&o, "allocated ");
+        out_num(&o, s.large_allocated);
+        out_str(&o, "; freed ");
+        out_num(&o, s.large_freed);
+        out_str(&o, "; live ");
+        out_num(&o, s.large_live);
+        out_str(&o, ", ");
+        out_num(&o, s.large_live_bytes);
+        out_str(&o, " bytes\n");
+        out_label(&o, "huge blocks");
+        out_str(&o, "allocated ");
+        out_num(&o, s.huge_allocated);
+        out_str(&o, "; freed ");
+        out_num(&o, s.huge_freed);
+        out_str(&o, "; live ");
+        out_num(&o, s.huge_live);
+        out_str(&o, ", ");
+        out_num(&o, s.huge_live_bytes);
+        out_str(&o, " bytes\n");
+    }
+    out_label(&o, "arenas");
+    out_num(&o, s.arenas);
+    out_str(&o, "; storage ");
+    out_num(&o, s.arena_bytes);
+    out_str(&o, " bytes\n");
+    if (s.debug) {
+        out_label(&o, "requested");
+        out_num(&o, s.request_in_use);
+        out_str(&o, " bytes in live blocks\n");
+    }
+    out_flush(&o);
+}
+
+LFH_EXPORT void lfh_malloc_stats(void)
+{
+    stats_print(atomic_load_explicit(&stats_fd, memory_order_relaxed));
+}
+
+/* ---- malloc_info ------------------------------------------------------------------ */
+
+static void xml_attr(struct out *o, const char *name, uint64_t value)
+{
+    out_str(o, " ");
+    out_str(o, name);
+    out_str(o, "=\"");
+    out_dec(o, value);
+    out_str(o, "\"");
+}
+
+static void xml_calls(struct out *o, const char *tag, const char *name,
+                      const struct lfh_stats_calls *c)
+{
+    out_str(o, "  <");
+    out_str(o, tag);
+    out_str(o, " name=\"");
+    out_str(o, name);
+    out_str(o, "\"");
+    xml_attr(o, "calls", c->calls);
+    xml_attr(o, "zero_calls", c->zero_calls);
+    xml_attr(o, "failures", c->failures);
+    xml_attr(o, "request_bytes", c->request_bytes);
+    xml_attr(o, "alloc_bytes", c->alloc_bytes);
+    out_str(o, "/>\n");
+}
+
+static void xml_os(struct out *o, const char *name, const struct lfh_stats_os *os)
+{
+    out_str(o, "  <system call=\"");
+    out_str(o, name);
+    out_str(o, "\"");
+    xml_attr(o, "calls", os->calls);
+    xml_attr(o, "bytes", os->bytes);
+    out_str(o, "/>\n");
+}
+
+static void xml_element(struct out *o, const char *tag, const char *const names[],
+                        const uint64_t values[], unsigned count)
+{
+    out_str(o, "  <");
+    out_str(o, tag);
+    for (unsigned i = 0; i < count; i++)
+        xml_attr(o, names[i], values[i]);
+    out_str(o, "/>\n");
+}
+
+static void stats_xml(int fd)
+{
+    struct lfh_stats s;
+    stats_fill(&s);
+    struct out o;
+    out_init(&o, fd);
+    out_str(&o, "<malloc version=\"lfheap-1\"");
+    xml_attr(&o, "counters", (uint64_t)s.counters);
+    xml_attr(&o, "debug", (uint64_t)s.debug);
+    out_str(&o, ">\n");
+    if (s.counters) {
+        for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++)
+            xml_calls(&o, "routine", routine_names[r], &s.routine[r]);
+        static const char *const free_names[] = {"calls", "null_calls", "invalid_calls",
+                                                 "request_bytes", "alloc_bytes"};
+        xml_element(&o, "free", free_names,
+                    (const uint64_t[]){s.free.calls, s.free.null_calls, s.free.invalid_calls,
+                                       s.free.request_bytes, s.free.alloc_bytes},
+                    5);
+        static const char *const remote_names[] = {"blocks", "bytes"};
+        xml_element(&o, "remote_frees", remote_names,
+                    (const uint64_t[]){s.remote_frees, s.remote_bytes}, 2);
+        xml_os(&o, "mmap", &s.mmap);
+        xml_os(&o, "munmap", &s.munmap);
+        xml_os(&o, "madvise", &s.madvise);
+        xml_os(&o, "mremap", &s.mremap);
+        static const char *const thread_names[] = {"started",         "exited",
+                                                   "caches_new",      "caches_adopted",
+                                                   "caches_orphaned", "caches_flushed"};
+        xml_element(&o, "threads", thread_names,
+                    (const uint64_t[]){s.threads_started, s.threads_exited, s.caches_new,
+                                       s.caches_adopted, s.caches_orphaned, s.caches_flushed},
+                    6);
+        static const char *const sb_names[] = {"created", "released", "live"};
+        xml_element(
+            &o, "superblocks", sb_names,
+            (const uint64_t[]){s.superblocks_created, s.superblocks_released, s.superblocks_live},
+            3);
+        static const char *const large_names[] = {"allocated", "freed", "live", "live_bytes"};
+        xml_element(
+            &o, "large", large_names,
+            (const uint64_t[]){s.large_allocated, s.large_freed, s.large_live, s.large_live_bytes},
+            4);
+        xml_element(
+            &o, "huge", large_names,
+            (const uint64_t[]){s.huge_allocated, s.huge_freed, s.huge_live, s.huge_live_bytes}, 4);
+        static const char *const use_names[] = {"bytes"};
+        xml_element(&o, "in_use", use_names, (const uint64_t[]){s.bytes_in_use}, 1);
+    }
+    static const char *const arena_names[] = {"count", "bytes"};
+    xml_element(&o, "arenas", arena_names, (const uint64_t[]){s.arenas, s.arena_bytes}, 2);
+    if (s.debug) {
+        static const char *const req_names[] = {"bytes"};
+        xml_element(&o, "requested", req_names, (const uint64_t[]){s.request_in_use}, 1);
+    }
+    out_str(&o, "</malloc>\n");
+    out_flush(&o);
+}
+
+LFH_EXPORT int lfh_malloc_info(int options, FILE *fp)
+{
+    int fd = fp ? fileno(fp) : -1;
+    if (options != 0 || fd < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    /* What the program wrote to the stream before comes first. fflush takes the stream's
+     * own lock, on the program's behalf, as its own stdio calls would; no allocator
+     * structure is held meanwhile. */
+    fflush(fp);
+    stats_xml(fd);
+    return 0;
+}
+
+/* ---- glibc's summaries ------------------------------------------------------------ */
+
+LFH_EXPORT struct mallinfo2 lfh_mallinfo2(void)
+{
+    struct lfh_stats s;
+    stats_fill(&s);
+    struct mallinfo2 info = {0};
+    size_t in_arenas = s.bytes_in_use - s.huge_live_bytes;
+    info.arena = s.arena_bytes;
+    info.hblks = s.huge_live;
+    info.hblkhd = s.huge_live_bytes;
+    info.uordblks = s.bytes_in_use;
+    info.fordblks = s.arena_bytes > in_arenas ? s.arena_bytes - in_arenas : 0;
+    return info;
+}
+
+static int clamp_int(size_t value)
+{
+    return value > (size_t)INT32_MAX ? INT32_MAX : (int)value;
+}
+
+LFH_EXPORT struct mallinfo lfh_mallinfo(void)
+{
+    struct mallinfo2 wide = lfh_mallinfo2();
+    struct mallinfo info = {0};
+    info.arena = clamp_int(wide.arena);
+    info.hblks = clamp_int(wide.hblks);
+    info.hblkhd = clamp_int(wide.hblkhd);
+    info.uordblks = clamp_int(wide.uordblks);
+    info.fordblks = clamp_int(wide.fordblks);
+    return info;
+}
+
+LFH_EXPORT int lfh_mallopt(int param, int value)
+{
+    (void)value;
+    switch (param) {
+    case M_MXFAST:
+    case M_NLBLKS:
+    case M_GRAIN:
+    case M_KEEP:
+    case M_TRIM_THRESHOLD:
+    case M_TOP_PAD:
+    case M_MMAP_THRESHOLD:
+    case M_MMAP_MAX:
+    case M_CHECK_ACTION:
+    case M_PERTURB:
+    case M_ARENA_TEST:
+    case M_ARENA_MAX:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* ---- LFHEAP_STATS ----------------------------------------------------------------- */
+
+/* Read when the library is loaded (getenv does not allocate), so that a program that
+ * clears its environment still gets its report. */
+static bool stats_at_exit;
+
+__attribute__((constructor)) static void stats_config(void)
+{
+    const char *env = getenv("LFHEAP_STATS");
+    stats_at_exit = env && env[0] && strcmp(env, "0") != 0;
+}
+
+__attribute__((destructor)) static void stats_exit_report(void)
+{
+    if (stats_at_exit) lfh_malloc_stats();
+}
+
+/* ---- the standard names ----------------------------------------------------------- */
+
+#ifndef LFHEAP_PREFIX_ONLY
+/* As in api.c: aliases share the target's code (and must be in its file). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+#endif
+#define STATS_ALIAS(name, target)                                                                  \
+    extern __typeof(target) name __attribute__((alias(#target), visibility("default")))
+
+STATS_ALIAS(malloc_stats, lfh_malloc_stats);
+STATS_ALIAS(malloc_stats_fd, lfh_malloc_stats_fd);
+STATS_ALIAS(malloc_info, lfh_malloc_info);
+STATS_ALIAS(mallinfo, lfh_mallinfo);
+STATS_ALIAS(mallinfo2, lfh_mallinfo2);
+STATS_ALIAS(mallopt, lfh_mallopt);
+#endif

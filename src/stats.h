@@ -1,0 +1,198 @@
+/*
+ * stats: llheap's contention-free statistics ("Statistics and Debugging"), compiled in by
+ * -DLFHEAP_STATS (the -stats libraries); the debug build (-DLFHEAP_DEBUG) uses the same
+ * counters for the bytes it must report unfreed at exit.
+ *
+ * Every thread counts into a block of its own, so counting needs no atomic
+ * read-modify-write: the owner updates a counter with a relaxed load and a relaxed store
+ * (plain moves on x86-64), and readers sum every block with relaxed loads. A block is
+ * taken on the thread's first count and handed back when the thread exits; the next
+ * thread takes it over *with its counts*: blocks are never freed and never reset, every
+ * counter only grows, and the totals are the sums over all blocks ever made, so they are
+ * exact while threads run and after they exit, with nothing to fold at exit. Blocks are
+ * found by readers through a registry, a list that only grows by CAS pushes.
+ *
+ * The few counts made where a thread has no block (while it takes one, or after its
+ * block went back at exit) go to one shared block with atomic adds.
+ *
+ * The release build compiles none of the counting: STATS_ADD expands to nothing, and the
+ * api layer leaves its instrumented paths out (api.c, API_INSTRUMENTED).
+ */
+#ifndef LFHEAP_STATS_H
+#define LFHEAP_STATS_H
+
+#include "common.h"
+#include "lfheap.h"
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Per routine (enum lfh_stats_routine), five counters from STATS_ROUTINE(r). */
+enum {
+    STATS_CALLS,
+    STATS_ZERO_CALLS,
+    STATS_FAILURES,
+    STATS_REQUEST_BYTES,
+    STATS_ALLOC_BYTES,
+    STATS_PER_ROUTINE
+};
+#define STATS_ROUTINE(r, field) ((unsigned)(r)*STATS_PER_ROUTINE + (field))
+
+/* Every counter is monotonic; what is live is the difference of two of them. */
+enum stats_counter {
+    STATS_FREE_CALLS = LFH_STATS_ROUTINES * STATS_PER_ROUTINE,
+    STATS_FREE_NULL,
+    STATS_FREE_INVALID,
+    STATS_FREE_REQUEST_BYTES,
+    STATS_FREE_ALLOC_BYTES,
+    STATS_REMOTE_FREES,
+    STATS_REMOTE_BYTES,
+    STATS_MMAP_CALLS,
+    STATS_MMAP_BYTES,
+    STATS_MUNMAP_CALLS,
+    STATS_MUNMAP_BYTES,
+    STATS_MADVISE_CALLS,
+    STATS_MADVISE_BYTES,
+    STATS_MREMAP_CALLS,
+    STATS_MREMAP_BYTES,
+    STATS_CACHES_NEW,
+    STATS_CACHES_ADOPTED,
+    STATS_CACHES_ORPHANED,
+    STATS_CACHES_FLUSHED,
+    STATS_SUPERBLOCKS_CREATED,
+    STATS_SUPERBLOCKS_RELEASED,
+    STATS_LARGE_ALLOCATED,
+    STATS_LARGE_FREED,
+    STATS_LARGE_BYTES_IN,  /* bytes of arena chunks given to large blocks... */
+    STATS_LARGE_BYTES_OUT, /* ...and taken back */
+    STATS_HUGE_ALLOCATED,
+    STATS_HUGE_FREED,
+    STATS_HUGE_BYTES_IN,
+    STATS_HUGE_BYTES_OUT,
+    STATS_RESIZED_OUT, /* bytes of the blocks resizing routines took (moved or not) */
+    STATS_REQUEST_IN,  /* debug builds: bytes the program asked for... */
+    STATS_REQUEST_OUT, /* ...and gave back */
+    STATS_COUNTERS
+};
+
+#if defined(LFHEAP_STATS) || defined(LFHEAP_DEBUG)
+#define STATS_COUNTING 1
+
+/* A thread's counters; a multiple of the cache line, so that threads never share one. */
+struct stats_block {
+    alignas(LFH_CACHE_LINE) _Atomic uint64_t count[STATS_COUNTERS];
+    struct stats_block *next_all; /* registry link, set before the block is published */
+    _Atomic int in_use;           /* a thread counts into this block */
+};
+
+extern __thread struct stats_block *stats_self __attribute__((visibility("hidden")));
+
+/* Counts where the calling thread has no block yet (or any more). */
+void stats_add_slow(unsigned counter, uint64_t n) LFH_NOINLINE;
+
+/* Adds n to a counter of `b`, the calling thread's block (stats_self, read once by the
+ * caller for several counts), or of nobody's if b is NULL. */
+LFH_INLINE void stats_add_to(struct stats_block *b, unsigned counter, uint64_t n)
+{
+    if (LFH_UNLIKELY(b == NULL)) {
+        stats_add_slow(counter, n);
+        return;
+    }
+    /* Only this thread writes this block: a relaxed load and store (no read-modify-write)
+     * cannot lose an update, and readers' relaxed loads see whole values. */
+    uint64_t now = atomic_load_explicit(&b->count[counter], memory_order_relaxed);
+    atomic_store_explicit(&b->count[counter], now + n, memory_order_relaxed);
+}
+
+LFH_INLINE struct stats_block *stats_mine(void)
+{
+    return stats_self;
+}
+#else
+#define STATS_COUNTING 0
+struct stats_block;
+LFH_INLINE void stats_add_to(struct stats_block *b, unsigned counter, uint64_t n)
+{
+    (void)b, (void)counter, (void)n;
+}
+LFH_INLINE struct stats_block *stats_mine(void)
+{
+    return NULL;
+}
+#endif
+
+LFH_INLINE void stats_add(unsigned counter, uint64_t n)
+{
+    stats_add_to(stats_mine(), counter, n);
+}
+
+#ifdef LFHEAP_STATS
+#define STATS_ENABLED 1
+#else
+#define STATS_ENABLED 0
+#endif
+
+/* Counts in the -stats builds only; elsewhere nothing is evaluated. */
+#define STATS_ADD(counter, n)                                                                      \
+    do {                                                                                           \
+        if (STATS_ENABLED) stats_add((counter), (n));                                              \
+    } while (0)
+
+/* An allocating routine returned a block of `usable` bytes for `request` (usable 0:
+ * it failed). The bytes of the blocks handed out are the sum of every routine's
+ * alloc_bytes. */
+LFH_INLINE void stats_count_alloc(unsigned routine, size_t request, size_t usable)
+{
+    if (!STATS_ENABLED) return;
+    struct stats_block *b = stats_mine();
+    stats_add_to(b, STATS_ROUTINE(routine, STATS_CALLS), 1);
+    if (request == 0) stats_add_to(b, STATS_ROUTINE(routine, STATS_ZERO_CALLS), 1);
+    if (usable == 0) {
+        stats_add_to(b, STATS_ROUTINE(routine, STATS_FAILURES), 1);
+        return;
+    }
+    stats_add_to(b, STATS_ROUTINE(routine, STATS_REQUEST_BYTES), request);
+    stats_add_to(b, STATS_ROUTINE(routine, STATS_ALLOC_BYTES), usable);
+}
+
+/* A resizing routine took a block of `old_usable` bytes and returned one of
+ * `new_usable` for `request` (new_usable 0 with request > 0: it failed, and the old block
+ * is still there; request 0: the old block was freed). */
+LFH_INLINE void stats_count_resize(unsigned routine, size_t request, size_t old_usable,
+                                   size_t new_usable)
+{
+    if (!STATS_ENABLED) return;
+    if (request > 0 && new_usable == 0) {
+        stats_count_alloc(routine, request, 0);
+        return;
+    }
+    stats_add(STATS_RESIZED_OUT, old_usable);
+    if (request == 0) {
+        stats_add(STATS_ROUTINE(routine, STATS_CALLS), 1);
+        stats_add(STATS_ROUTINE(routine, STATS_ZERO_CALLS), 1);
+        return;
+    }
+    stats_count_alloc(routine, request, new_usable);
+}
+
+/* free of a live block of `usable` bytes asked for as `request` (known in the debug
+ * build only). */
+LFH_INLINE void stats_count_free(size_t usable, size_t request)
+{
+    if (!STATS_ENABLED) return;
+    struct stats_block *b = stats_mine();
+    stats_add_to(b, STATS_FREE_CALLS, 1);
+    stats_add_to(b, STATS_FREE_ALLOC_BYTES, usable);
+#ifdef LFHEAP_DEBUG
+    stats_add_to(b, STATS_FREE_REQUEST_BYTES, request);
+#else
+    (void)request;
+#endif
+}
+
+/* Sums every thread's counters (and the shared block's) into `total`. */
+void stats_sum(uint64_t total[STATS_COUNTERS]);
+
+#endif

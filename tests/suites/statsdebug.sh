@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# The statistics and debug builds (README.md, "Statistics", "Debug build"): the eight
+# libraries exist and export the reports; statistics checked against known workloads
+# (tests/test_stats.c) in the -stats builds, and nothing counted in the release one;
+# malloc_info's XML parsed; LFHEAP_STATS=1 prints at exit; every debug detection made on
+# purpose in a child process (tests/test_debug.c), statically linked and preloaded; and
+# the existing API, sticky, stress and thread tests run cleanly on the new libraries.
+# Prints one PASS/FAIL line per check.
+set -u
+cd "$(dirname "$0")/../.."
+B=$PWD/build
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# run NAME COMMAND...: as in core.sh, the command's PASS/FAIL lines are passed through
+# (prefixed with NAME); a command that prints none is judged by its exit status.
+run() {
+    local name=$1
+    shift
+    local out status
+    out=$("$@" 2>&1)
+    status=$?
+    if printf '%s\n' "$out" | grep -qE '^(PASS|FAIL) '; then
+        printf '%s\n' "$out" | grep -E '^(PASS|FAIL) ' | sed -E "s/^(PASS|FAIL) /\1 $name: /"
+        if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL '; then
+            echo "FAIL $name (exit status $status)"
+        fi
+        printf '%s\n' "$out" | grep -vE '^(PASS|FAIL) ' | grep -v 'lfheap: unfreed storage' | head -20
+    elif [ "$status" -eq 0 ]; then
+        echo "PASS $name"
+    else
+        printf '%s\n' "$out" | tail -20
+        echo "FAIL $name (exit status $status)"
+    fi
+}
+
+# only_reports FILE KIND...: every "lfheap:" line of FILE is one of these kinds.
+only_reports() {
+    local file=$1
+    shift
+    local pattern
+    pattern=$(printf '|%s' "$@")
+    ! grep '^lfheap: ' "$file" | grep -vqE "^lfheap: (${pattern#|}):"
+}
+
+# ---- the eight libraries and their symbols -------------------------------------------
+missing=""
+for v in "" -stats -debug -stats-debug; do
+    for ext in so a; do
+        [ -f "$B/liblfheap$v.$ext" ] || missing="$missing liblfheap$v.$ext"
+    done
+done
+[ -z "$missing" ] && echo "PASS eight-variants" || echo "FAIL eight-variants: missing$missing"
+
+for v in "" -stats -debug -stats-debug; do
+    lib=$B/liblfheap$v.so
+    exported=$(nm -D --defined-only "$lib" | awk '{print $3}')
+    absent=""
+    for sym in malloc_stats malloc_info malloc_stats_fd mallinfo mallinfo2 mallopt \
+               lfh_stats_get lfh_malloc_stats lfh_malloc_info lfh_malloc_stats_fd \
+               lfh_mallinfo lfh_mallinfo2 lfh_mallopt malloc free; do
+        printf '%s\n' "$exported" | grep -qx "$sym" || absent="$absent $sym"
+    done
+    locks=$(nm -D --undefined-only "$lib" | awk '{print $2}' |
+            grep -E '^pthread_(mutex|spin|rwlock|cond)_|^sem_(wait|timedwait|post)|^futex' || true)
+    if [ -z "$absent" ] && [ -z "$locks" ]; then
+        echo "PASS symbols${v:- release}"
+    else
+        echo "FAIL symbols${v:- release}: missing:$absent locks: $locks"
+    fi
+done
+# The release library has no counters at all (its code is what it was without them).
+if ! nm "$B/liblfheap.so" | grep -q stats_self && nm "$B/liblfheap-stats.so" | grep -q stats_self; then
+    echo "PASS release-counts-nothing"
+else
+    echo "FAIL release-counts-nothing"
+fi
+
+# ---- statistics -----------------------------------------------------------------------
+run stats "$B/t-stats/test_stats" --xml "$tmp/info.xml"
+run stats-debug env TEST_UNFREED=1000000 "$B/t-stats-debug/test_stats"
+run stats-release "$B/t/test_stats"
+# malloc_info: well-formed XML whose numbers are those of the build that wrote it
+if python3 - "$tmp/info.xml" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "malloc" and root.get("counters") == "1", root.attrib
+routines = {r.get("name"): r for r in root.findall("routine")}
+assert len(routines) == 14, sorted(routines)
+for r in routines.values():
+    for key in ("calls", "zero_calls", "failures", "request_bytes", "alloc_bytes"):
+        int(r.get(key))
+m = routines["malloc"]
+assert int(m.get("calls")) >= 10000 and int(m.get("zero_calls")) >= 10
+assert int(m.get("alloc_bytes")) >= int(m.get("request_bytes"))
+assert {s.get("call") for s in root.findall("system")} == {"mmap", "munmap", "madvise", "mremap"}
+for tag in ("free", "remote_frees", "threads", "superblocks", "large", "huge", "arenas", "in_use"):
+    assert root.find(tag) is not None, tag
+assert int(root.find("threads").get("started")) >= 5
+EOF
+then echo "PASS malloc-info-xml"; else echo "FAIL malloc-info-xml"; fi
+# LFHEAP_STATS=1 prints the totals at exit (stderr), with counters or saying there are none
+LFHEAP_STATS=1 LD_PRELOAD=$B/liblfheap-stats.so "$B/t-plain/test_api" > /dev/null 2> "$tmp/stats.err"
+LFHEAP_STATS=1 LD_PRELOAD=$B/liblfheap.so "$B/t-plain/test_api" > /dev/null 2> "$tmp/release.err"
+LD_PRELOAD=$B/liblfheap-stats.so "$B/t-plain/test_api" > /dev/null 2> "$tmp/quiet.err"
+if grep -q '^lfheap statistics, pid [0-9]* (storage request / allocation)$' "$tmp/stats.err" &&
+   grep -qE '^  malloc +calls [0-9,]+; 0-byte [0-9,]+; failed [0-9,]+; storage' "$tmp/stats.err" &&
+   grep -q 'this build keeps no counters' "$tmp/release.err" &&
+   ! grep -q 'lfheap statistics' "$tmp/quiet.err"; then
+    echo "PASS lfheap-stats-at-exit"
+else
+    echo "FAIL lfheap-stats-at-exit"
+    head -5 "$tmp/stats.err" "$tmp/release.err"
+fi
+
+# ---- the debug build --------------------------------------------------------------------
+# TEST_UNFREED: what the parent leaves allocated (stdio) is declared; the children set
+# their own value.
+run debug env TEST_UNFREED=1000000 "$B/t-debug/test_debug"
+run stats-debug env TEST_UNFREED=1000000 "$B/t-stats-debug/test_debug"
+run debug-preloaded env TEST_UNFREED=1000000 LD_PRELOAD=$B/liblfheap-debug.so "$B/t-plain/test_debug"
+run stats-debug-preloaded env TEST_UNFREED=1000000 LD_PRELOAD=$B/liblfheap-stats-debug.so \
+    "$B/t-plain/test_debug"
+
+# ---- the existing tests on the new libraries -----------------------------------------
+# test_api and test_sticky pass unknown pointers on purpose (ignored, as the release
+# build ignores them): the debug build reports exactly those, and goes on with
+# LFHEAP_ABORT=0. Everything else must run without a single report.
+for v in stats debug stats-debug; do
+    run "api-$v" env LFHEAP_ABORT=0 LD_PRELOAD=$B/liblfheap-$v.so "$B/t-plain/test_api"
+    LFHEAP_ABORT=0 LD_PRELOAD=$B/liblfheap-$v.so "$B/t-plain/test_api" > /dev/null 2> "$tmp/api.err"
+    only_reports "$tmp/api.err" "invalid pointer" "unfreed storage" &&
+        echo "PASS api-$v-reports" || echo "FAIL api-$v-reports: $(grep -m3 lfheap "$tmp/api.err")"
+    run "stress-$v" env LD_PRELOAD=$B/liblfheap-$v.so "$B/t-plain/test_stress" 4 20000
+done
+for v in debug stats-debug; do
+    run "sticky-$v" env LFHEAP_ABORT=0 "$B/t-$v/test_sticky"
+    LFHEAP_ABORT=0 "$B/t-$v/test_sticky" > /dev/null 2> "$tmp/sticky.err"
+    only_reports "$tmp/sticky.err" "invalid pointer" "unfreed storage" &&
+        echo "PASS sticky-$v-reports" || echo "FAIL sticky-$v-reports"
+done
+run threads-stats-debug env LD_PRELOAD=$B/liblfheap-stats-debug.so "$B/t-plain/test_threads"
+# A real program on the debug library: no report but the unfreed bytes, same output.
+LD_PRELOAD=$B/liblfheap-stats-debug.so ls -la /usr/lib > "$tmp/ls.debug" 2> "$tmp/ls.err"
+ls -la /usr/lib > "$tmp/ls.glibc"
+if [ "$(wc -l < "$tmp/ls.debug")" = "$(wc -l < "$tmp/ls.glibc")" ] &&
+   only_reports "$tmp/ls.err" "unfreed storage"; then
+    echo "PASS ls-stats-debug"
+else
+    echo "FAIL ls-stats-debug"
+fi
