@@ -7,6 +7,7 @@
 #ifndef LFHEAP_H
 #define LFHEAP_H
 
+#include <malloc.h> /* struct mallinfo, struct mallinfo2 */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -237,7 +237,10 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
         desc_retire(d);
         return false;
     }
-    vgclient_unused(start, size);
+    /* The blocks are nobody's yet; a tracked superblock's records are lfheap's. */
+    vgclient_unused(start, (size_t)d->max_count * d->block_size);
+    if (d->records)
+        vgclient_metadata(d->records, d->max_count * sizeof(uint32_t));
     STATS_ADD(STATS_SUPERBLOCKS_CREATED, 1);
     out->desc = d;
     out->chain = NULL;

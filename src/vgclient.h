@@ -57,6 +57,13 @@ LFH_INLINE void vgclient_unused(void *start, size_t size)
 {
     VALGRIND_MAKE_MEM_NOACCESS(start, size);
 }
+
+/* Memory lfheap keeps its own data in, beside the blocks (a tracked superblock's
+ * records): addressable, undefined until lfheap writes it. */
+LFH_INLINE void vgclient_metadata(void *start, size_t size)
+{
+    VALGRIND_MAKE_MEM_UNDEFINED(start, size);
+}
 #else
 LFH_INLINE bool vgclient_memcheck(void)
 {
@@ -77,6 +84,11 @@ LFH_INLINE void vgclient_link(void *block)
     (void)block;
 }
 LFH_INLINE void vgclient_unused(void *start, size_t size)
+{
+    (void)start;
+    (void)size;
+}
+LFH_INLINE void vgclient_metadata(void *start, size_t size)
 {
     (void)start;
     (void)size;

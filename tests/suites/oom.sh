@@ -33,7 +33,7 @@ run oom-ulimit bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_
 
 # The switch leaves nothing in the release libraries: no symbol, no debug-information
 # name (the fault variant, which must have them, shows that the patterns would match).
-traces='fault|descriptors_in_use'
+traces='os_fault|fault_calls|fault_first|descriptors_in_use'
 found() { { nm -a "$1"; objdump --dwarf=info "$1"; } 2>/dev/null | grep -cE "$traces"; }
 if [ "$(found build/liblfheap.so)" = 0 ] && [ "$(found build/liblfheap.a)" = 0 ] &&
    [ "$(found build/liblfheap-fault.a)" != 0 ]; then
