@@ -63,8 +63,8 @@ LFH_INLINE void *counted(enum lfh_stats_routine routine, size_t request, void *b
 }
 
 /* The same for a resizing routine that took a block of `old_usable` bytes (stats.h). */
-LFH_INLINE void *counted_resize(enum lfh_stats_routine routine, size_t request,
-                                size_t old_usable, void *block)
+LFH_INLINE void *counted_resize(enum lfh_stats_routine routine, size_t request, size_t old_usable,
+                                void *block)
 {
     if (STATS_ENABLED)
         stats_count_resize(routine, request, old_usable,
@@ -462,9 +462,8 @@ LFH_EXPORT size_t lfh_malloc_usable_size(void *ptr)
     /* The debug build's usable bytes end where the canary starts. */
     size_t request;
     if (DEBUG_ENABLED && ptr)
-        return debug_check("malloc_usable_size", ptr, desc, false, &request)
-                   ? debug_usable(request)
-                   : 0;
+        return debug_check("malloc_usable_size", ptr, desc, false, &request) ? debug_usable(request)
+                                                                             : 0;
     return desc ? usable_size(desc) : 0;
 }
 
@@ -497,8 +496,8 @@ static void *resize_in_place(void *ptr, struct descriptor *desc, size_t size, si
     if (desc->class_index != HEAP_CLASS_LARGE) {
         size_t usable = desc->block_size;
         /* Stay while the request fits and would not waste over half the block. */
-        bool fits = room <= usable && (room > usable / 2 ||
-                                       sizeclass_of(room) == heap_size_class(desc->class_index));
+        bool fits = room <= usable &&
+                    (room > usable / 2 || sizeclass_of(room) == heap_size_class(desc->class_index));
         return fits ? ptr : NULL;
     }
     if (room <= SIZECLASS_MAX_SIZE)
@@ -560,28 +559,40 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     return fresh;
 }
 
+/* What realloc and resize do first with ptr (not NULL), counted as `routine`: NULL if
+ * that ends the call (ptr is no block lfheap handed out: ignored like free would, with
+ * EINVAL unless size is 0; or size is 0, and the block is freed), else its descriptor. */
+static struct descriptor *resize_begin(enum lfh_stats_routine routine, const char *name, void *ptr,
+                                       size_t size)
+{
+    struct descriptor *desc = block_descriptor(ptr);
+    size_t request;
+    if (!debug_check(name, ptr, desc, true, &request)) {
+        if (size != 0)
+            errno = EINVAL;
+        counted(routine, size, NULL);
+        return NULL;
+    }
+    if (size == 0) {
+        counted_resize(routine, 0, usable_size(desc), NULL);
+        release_block(ptr, desc);
+        return NULL;
+    }
+    return desc;
+}
+
 /* realloc, reallocarray and aligned_realloc (`align` not 0: a power of two, at least
  * API_MIN_ALIGN), counted as `routine`. */
-static void *realloc_call(enum lfh_stats_routine routine, const char *name, void *ptr,
-                          size_t size, size_t align)
+static void *realloc_call(enum lfh_stats_routine routine, const char *name, void *ptr, size_t size,
+                          size_t align)
 {
     if (!ptr)
         return counted(routine, size,
                        align ? alloc_aligned(align, size, false) : malloc_block(size));
-    struct descriptor *desc = block_descriptor(ptr);
-    size_t request;
-    if (!debug_check(name, ptr, desc, true, &request)) {
-        /* Not a block: realloc(p, 0) is free(p), which ignores it; otherwise EINVAL. */
-        if (size != 0)
-            errno = EINVAL;
-        return counted(routine, size, NULL);
-    }
-    size_t old_usable = usable_size(desc);
-    if (size == 0) {
-        counted_resize(routine, 0, old_usable, NULL);
-        release_block(ptr, desc);
+    struct descriptor *desc = resize_begin(routine, name, ptr, size);
+    if (!desc)
         return NULL;
-    }
+    size_t old_usable = usable_size(desc);
     return counted_resize(routine, size, old_usable, realloc_block(ptr, desc, size, align));
 }
 
@@ -611,27 +622,18 @@ LFH_EXPORT void *lfh_aligned_realloc(void *ptr, size_t alignment, size_t size)
 /* llheap's resize: a block of `size` bytes aligned to `align`, with no sticky property
  * and no promise about its contents: the old block's if it fits, else a new one (the
  * old block is freed only once the new one exists, so failure leaves it intact). */
-static void *resize_call(enum lfh_stats_routine routine, const char *name, void *ptr,
-                         size_t size, size_t align, bool aligned_routine)
+static void *resize_call(enum lfh_stats_routine routine, const char *name, void *ptr, size_t size,
+                         size_t align, bool aligned_routine)
 {
     struct heap_props props = props_for(size, align, false);
     props.tracked = aligned_routine;
     if (!ptr)
         return counted(routine, size,
                        aligned_routine ? alloc_tracked(&props, false) : malloc_block(size));
-    struct descriptor *desc = block_descriptor(ptr);
-    size_t request;
-    if (!debug_check(name, ptr, desc, true, &request)) {
-        if (size != 0)
-            errno = EINVAL;
-        return counted(routine, size, NULL);
-    }
-    size_t old_usable = usable_size(desc);
-    if (size == 0) {
-        counted_resize(routine, 0, old_usable, NULL);
-        release_block(ptr, desc);
+    struct descriptor *desc = resize_begin(routine, name, ptr, size);
+    if (!desc)
         return NULL;
-    }
+    size_t old_usable = usable_size(desc);
     if (size > PTRDIFF_MAX)
         return counted_resize(routine, size, old_usable, fail_nomem());
     bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;
@@ -678,7 +680,7 @@ LFH_EXPORT int lfh_malloc_trim(size_t pad)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmissing-attributes"
 #endif
-#define LFH_ALIAS(name, target)                                                            \
+#define LFH_ALIAS(name, target)                                                                    \
     extern __typeof(target) name __attribute__((alias(#target), visibility("default")))
 
 LFH_ALIAS(malloc, lfh_malloc);
@@ -713,7 +715,7 @@ LFH_ALIAS(__libc_pvalloc, lfh_pvalloc);
 LFH_ALIAS(__posix_memalign, lfh_posix_memalign);
 
 /* The names api.h declares: bound inside the library, so api_cxx.c calls them directly. */
-#define LFH_INTERNAL_ALIAS(name, target)                                                   \
+#define LFH_INTERNAL_ALIAS(name, target)                                                           \
     extern __typeof(target) name __attribute__((alias(#target), visibility("hidden")))
 
 LFH_INTERNAL_ALIAS(api_malloc, lfh_malloc);

@@ -77,7 +77,8 @@ static int api_cxx_call_catching(cxx_new_handler handler)
 
 static LFH_NOINLINE __attribute__((noreturn)) void cxx_bad_alloc(void)
 {
-    if (cxx_throw_bad_alloc) cxx_throw_bad_alloc();
+    if (cxx_throw_bad_alloc)
+        cxx_throw_bad_alloc();
     static const char msg[] = "lfheap: operator new: out of memory, and no C++ runtime to "
                               "throw std::bad_alloc\n";
     ssize_t written = write(STDERR_FILENO, msg, sizeof msg - 1);
@@ -97,10 +98,12 @@ static LFH_NOINLINE void *cxx_retry(size_t size, size_t align, unsigned form)
             else if (api_cxx_call_catching(handler) != 0)
                 return NULL;
             void *block = (form & CXX_ALIGNED) ? api_aligned_alloc(align, size) : api_malloc(size);
-            if (block) return block;
+            if (block)
+                return block;
         }
     }
-    if (!(form & CXX_NOTHROW)) cxx_bad_alloc();
+    if (!(form & CXX_NOTHROW))
+        cxx_bad_alloc();
     return NULL;
 }
 

@@ -144,8 +144,8 @@ static uint32_t dirty_pop(unsigned order)
     uint64_t old = atomic_load_explicit(head, memory_order_acquire);
     while ((uint32_t)old != CHUNK_NONE) {
         uint32_t id = (uint32_t)old;
-        uint32_t next = atomic_load_explicit(&id_arena(id)->next[id_page(id)],
-                                             memory_order_relaxed);
+        uint32_t next =
+            atomic_load_explicit(&id_arena(id)->next[id_page(id)], memory_order_relaxed);
         LFH_PARK(ARENA_DIRTY_POP);
         /* If the chunk was popped (and maybe pushed back) meanwhile, the version moved
          * and this fails; a failure always means another operation succeeded. */
@@ -229,8 +229,8 @@ void arena_tick(void)
         return;
     /* One thread per half-delay wins the right to purge; the others go on, nobody
      * waits. Relaxed: the stacks carry their own ordering. */
-    if (!atomic_compare_exchange_strong_explicit(&last_purge_ms, &last, now,
-                                                 memory_order_relaxed, memory_order_relaxed))
+    if (!atomic_compare_exchange_strong_explicit(&last_purge_ms, &last, now, memory_order_relaxed,
+                                                 memory_order_relaxed))
         return;
     LFH_PARK(ARENA_TICK_WON);
     for (unsigned order = 0; order < ARENA_ORDERS; order++)
@@ -311,9 +311,8 @@ static void *alloc_from_new_arena(size_t chunk)
                 return NULL;
             struct arena *expected = NULL;
             /* Release publishes the arena's fields with it; acquire reads the winner's. */
-            if (atomic_compare_exchange_strong_explicit(&arenas[index], &expected, fresh,
-                                                        memory_order_release,
-                                                        memory_order_acquire)) {
+            if (atomic_compare_exchange_strong_explicit(
+                    &arenas[index], &expected, fresh, memory_order_release, memory_order_acquire)) {
                 a = fresh;
                 fresh = NULL;
                 LFH_PARK(ARENA_SLOT_WON);

@@ -317,7 +317,8 @@ static bool packed_buddy_blocks(uint64_t word, uint64_t m, unsigned level,
     for (; level > pos->root_level; m >>= 1, level--, width *= 2) {
         uint64_t buddy = (m & 1) ? mask >> width : mask << width;
         uint64_t bits = word & buddy;
-        if ((bits & BUSY_REP) && !(bits & COAL_REP)) return true;
+        if ((bits & BUSY_REP) && !(bits & COAL_REP))
+            return true;
         mask |= buddy;
     }
     return false;
@@ -353,7 +354,8 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigne
                 unsigned val = (unsigned)(old >> up.shift) & SLOT_MASK;
                 if (is_occ_buddy(val, child) && !is_coal_buddy(val, child)) /* F15-F17 */
                     break;
-                if (packed_buddy_blocks(old | bit, child >> 1, child_level - 1, &up)) break;
+                if (packed_buddy_blocks(old | bit, child >> 1, child_level - 1, &up))
+                    break;
                 child = up.root; /* F18-F19 */
                 child_level = up.root_level;
             }
@@ -414,7 +416,8 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
      * BUSY, so this also rejects those). relaxed load: the CAS validates it. */
     uint64_t word = atomic_load_explicit(pos.word, memory_order_relaxed);
     do {
-        if (word & pos.mask) return n;
+        if (word & pos.mask)
+            return n;
         BUDDY_CHAOS();
         /* acq_rel: as T2 in the 1-level tree. A failure here means another node of the
          * bunch changed: retry (lock-free). */
@@ -469,7 +472,8 @@ static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_
         if (node_is_free(b, i, level)) { /* A7 */
             BUDDY_CHAOS();
             uint64_t failed_at = node_tryalloc(b, i, level);
-            if (!failed_at) return i;
+            if (!failed_at)
+                return i;
             /* A13-A14: skip the subtree of the node that failed us. */
             i = (failed_at + 1) << (level - node_level(failed_at));
         } else {
@@ -505,7 +509,8 @@ static inline bool is_pow2(size_t x)
 struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t max_chunk,
                            unsigned flags)
 {
-    if (!max_chunk) max_chunk = size;
+    if (!max_chunk)
+        max_chunk = size;
     if (!is_pow2(size) || !is_pow2(min_chunk) || !is_pow2(max_chunk) ||
         min_chunk < BUDDY_MIN_CHUNK || min_chunk > max_chunk || max_chunk > size ||
         (flags & ~BUDDY_FLAGS) || ((uintptr_t)region & (min_chunk - 1)) ||
@@ -574,8 +579,10 @@ struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t m
 
 void buddy_destroy(struct buddy *b)
 {
-    if (!b) return;
-    if (b->owns_region) os_unmap(b->base, b->size < OS_PAGE_SIZE ? OS_PAGE_SIZE : b->size);
+    if (!b)
+        return;
+    if (b->owns_region)
+        os_unmap(b->base, b->size < OS_PAGE_SIZE ? OS_PAGE_SIZE : b->size);
     os_unmap(b, b->meta_size);
 }
 
@@ -597,7 +604,8 @@ void *buddy_alloc(struct buddy *b, size_t bytes)
         /* A6-A14, starting at the thread's hint (§3.6.1; the paper allows any start)
          * and wrapping around to the beginning of the level. */
         uint64_t n = scan_level(b, level, start, end);
-        if (!n && start > first) n = scan_level(b, level, first, start);
+        if (!n && start > first)
+            n = scan_level(b, level, first, start);
         if (n) {
             uint64_t offset = (n - first) << chunk_shift;
             /* A10. release: pairs with the acquire in buddy_free / buddy_chunk_size, which
@@ -622,7 +630,8 @@ bool buddy_free(struct buddy *b, void *p)
     size_t leaf = offset >> b->min_shift;
     /* F2. acquire: pairs with the release store at A10. */
     unsigned tag = atomic_load_explicit(&b->index[leaf], memory_order_acquire);
-    if (LFH_UNLIKELY(!tag)) return false;
+    if (LFH_UNLIKELY(!tag))
+        return false;
     unsigned level = tag - 1;
     uint64_t n = ((uint64_t)1 << level) + (offset >> (b->size_shift - level));
     /* relaxed: the release RMWs and the F20 store below order this before any new
@@ -643,7 +652,8 @@ bool buddy_free(struct buddy *b, void *p)
 size_t buddy_chunk_size(const struct buddy *b, const void *p)
 {
     uintptr_t offset = (uintptr_t)p - (uintptr_t)b->base;
-    if (offset >= b->size || (offset & (((uintptr_t)1 << b->min_shift) - 1))) return 0;
+    if (offset >= b->size || (offset & (((uintptr_t)1 << b->min_shift) - 1)))
+        return 0;
     /* acquire: pairs with the release store at A10. */
     unsigned tag = atomic_load_explicit(&b->index[offset >> b->min_shift], memory_order_acquire);
     return tag ? (size_t)1 << (b->size_shift - (tag - 1)) : 0;
@@ -670,13 +680,15 @@ void lfh_buddy_destroy(lfh_buddy *b)
 void *lfh_buddy_alloc(lfh_buddy *b, size_t size)
 {
     void *p = buddy_alloc((struct buddy *)b, size);
-    if (!p) errno = ENOMEM;
+    if (!p)
+        errno = ENOMEM;
     return p;
 }
 
 int lfh_buddy_free(lfh_buddy *b, void *p)
 {
-    if (buddy_free((struct buddy *)b, p)) return 0;
+    if (buddy_free((struct buddy *)b, p))
+        return 0;
     errno = EINVAL;
     return -1;
 }

@@ -59,7 +59,8 @@ static void report_end(struct out *o)
 {
     out_str(o, "\n");
     out_flush(o);
-    if (abort_enabled()) abort();
+    if (abort_enabled())
+        abort();
 }
 
 void lfh_fatal(const char *file, int line, const char *condition)
@@ -82,7 +83,8 @@ void lfh_fatal(const char *file, int line, const char *condition)
 /* The word that holds a block's state: its record, or a large block's flags. */
 static uint32_t *state_word(struct descriptor *desc, const void *block)
 {
-    if (desc->class_index == HEAP_CLASS_LARGE) return &desc->large_flags;
+    if (desc->class_index == HEAP_CLASS_LARGE)
+        return &desc->large_flags;
     return heap_record_at(desc, block, heap_size_class(desc->class_index));
 }
 
@@ -134,7 +136,8 @@ void debug_died(struct descriptor *desc, void *block)
     uint32_t *word = state_word(desc, block);
     stats_add(STATS_REQUEST_OUT, request_of(desc, *word));
     *word = debug_with_state(*word, DEBUG_FREED);
-    if (desc->class_index != HEAP_CLASS_LARGE) debug_fill(desc, block);
+    if (desc->class_index != HEAP_CLASS_LARGE)
+        debug_fill(desc, block);
 }
 
 /* ---- checks of the pointers the program passes ------------------------------------ */
@@ -184,7 +187,8 @@ bool debug_check(const char *routine, void *ptr, struct descriptor *desc, bool c
         return false;
     }
     *request = request_of(desc, word);
-    if (canary && !debug_canary_intact(ptr, *request)) report_overflow(routine, ptr, *request);
+    if (canary && !debug_canary_intact(ptr, *request))
+        report_overflow(routine, ptr, *request);
     return true;
 }
 
@@ -229,10 +233,12 @@ __attribute__((destructor)) static void debug_exit_report(void)
     uint64_t count[STATS_COUNTERS];
     stats_sum(count);
     /* Threads still running may have counted a free but not yet its allocation. */
-    if (count[STATS_REQUEST_OUT] >= count[STATS_REQUEST_IN]) return;
+    if (count[STATS_REQUEST_OUT] >= count[STATS_REQUEST_IN])
+        return;
     uint64_t unfreed = count[STATS_REQUEST_IN] - count[STATS_REQUEST_OUT];
     uint64_t declared = malloc_unfreed ? malloc_unfreed() : 0;
-    if (unfreed <= declared) return;
+    if (unfreed <= declared)
+        return;
     struct out o;
     report_begin(&o, "unfreed storage");
     out_num(&o, unfreed - declared);

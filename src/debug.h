@@ -156,11 +156,13 @@ LFH_INLINE void debug_born_small(struct descriptor *desc, void *block, unsigned 
  * returns false and changes nothing (the checked path then reports). */
 LFH_INLINE bool debug_died_small(struct descriptor *desc, void *ptr, size_t *request)
 {
-    if (!desc->records || !heap_is_block_start(desc, ptr)) return false;
+    if (!desc->records || !heap_is_block_start(desc, ptr))
+        return false;
     uint32_t *word = heap_record_at(desc, ptr, heap_size_class(desc->class_index));
     uint32_t record = *word;
     size_t bytes = record & HEAP_RECORD_REQUEST_MASK;
-    if (debug_state_of(record) != DEBUG_LIVE || !debug_canary_intact(ptr, bytes)) return false;
+    if (debug_state_of(record) != DEBUG_LIVE || !debug_canary_intact(ptr, bytes))
+        return false;
     *word = debug_with_state(record, DEBUG_FREED);
     debug_fill(desc, ptr);
     stats_add(STATS_REQUEST_OUT, bytes);

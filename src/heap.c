@@ -34,10 +34,22 @@ enum anchor_state { ANCHOR_FULL = 0, ANCHOR_PARTIAL = 1, ANCHOR_EMPTY = 2 };
 #define ANCHOR_AVAIL_NONE ((uint64_t)0xFFFFF)
 #define ANCHOR_FIELD_MAX  ((uint64_t)0x1FFFFF)
 
-static inline unsigned anchor_state(uint64_t a) { return (unsigned)(a & 3); }
-static inline uint64_t anchor_avail(uint64_t a) { return (a >> 2) & ANCHOR_AVAIL_NONE; }
-static inline uint32_t anchor_count(uint64_t a) { return (uint32_t)((a >> 22) & ANCHOR_FIELD_MAX); }
-static inline uint32_t anchor_tail(uint64_t a) { return (uint32_t)(a >> 43); }
+static inline unsigned anchor_state(uint64_t a)
+{
+    return (unsigned)(a & 3);
+}
+static inline uint64_t anchor_avail(uint64_t a)
+{
+    return (a >> 2) & ANCHOR_AVAIL_NONE;
+}
+static inline uint32_t anchor_count(uint64_t a)
+{
+    return (uint32_t)((a >> 22) & ANCHOR_FIELD_MAX);
+}
+static inline uint32_t anchor_tail(uint64_t a)
+{
+    return (uint32_t)(a >> 43);
+}
 
 static inline uint64_t anchor_make(unsigned state, uint64_t avail, uint32_t count, uint32_t tail)
 {
@@ -64,8 +76,8 @@ static _Atomic uint64_t desc_free_stack;
 static inline struct descriptor *desc_at(uint32_t index)
 {
     /* Acquire pairs with the release CAS that installed the chunk. */
-    struct descriptor *chunk = atomic_load_explicit(&desc_chunks[index >> DESC_CHUNK_SHIFT],
-                                                    memory_order_acquire);
+    struct descriptor *chunk =
+        atomic_load_explicit(&desc_chunks[index >> DESC_CHUNK_SHIFT], memory_order_acquire);
     return &chunk[index & ((1u << DESC_CHUNK_SHIFT) - 1)];
 }
 
@@ -342,9 +354,9 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
         if (!on_stack)
             desc_retire(d);
     } else if (anchor_state(old) == ANCHOR_FULL) {
-        stack_push(partial_shard(d->class_index, atomic_load_explicit(&d->owner,
-                                                                      memory_order_relaxed)),
-                   d);
+        stack_push(
+            partial_shard(d->class_index, atomic_load_explicit(&d->owner, memory_order_relaxed)),
+            d);
     }
 }
 
@@ -354,7 +366,8 @@ static uint32_t record_flags(const struct heap_props *props)
 {
     unsigned align_log2 = (unsigned)__builtin_ctzl(props->align);
     return (uint32_t)align_log2 << HEAP_RECORD_ALIGN_SHIFT |
-           (props->zero_fill ? HEAP_RECORD_ZERO_FILL : 0) | (props->tracked ? HEAP_RECORD_TRACKED : 0);
+           (props->zero_fill ? HEAP_RECORD_ZERO_FILL : 0) |
+           (props->tracked ? HEAP_RECORD_TRACKED : 0);
 }
 
 static void record_decode(uint32_t record, struct heap_props *out)

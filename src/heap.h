@@ -1,9 +1,9 @@
 /*
  * heap: the lock-free heap of superblocks under the thread caches (LRMalloc §3.2,
- * thesis ch. 5). Superblocks and large blocks are chunks of the arenas (arena.h). A superblock is a run of pages cut into blocks of one size class and is
- * tracked by a descriptor; descriptors are recycled, never unmapped, so a stale pointer
- * to one can always be read. Large blocks get a descriptor too, so that free and
- * malloc_usable_size find every block through the page map.
+ * thesis ch. 5). Superblocks and large blocks are chunks of the arenas (arena.h). A superblock is a
+ * run of pages cut into blocks of one size class and is tracked by a descriptor; descriptors are
+ * recycled, never unmapped, so a stale pointer to one can always be read. Large blocks get a
+ * descriptor too, so that free and malloc_usable_size find every block through the page map.
  *
  * The anchor, one 64-bit word updated only by CAS, says how many blocks of a superblock
  * are free and where they are: a chain of freed blocks (linked through their first word)
@@ -72,20 +72,20 @@ struct heap_props {
 struct descriptor {
     /* Read by every free; written while the superblock is set up, and `owner` when a
      * thread takes the superblock's free blocks into its cache. */
-    _Atomic uint64_t owner;  /* id of the thread cache that may reuse freed blocks */
-    char *start;             /* first byte of the superblock or large mapping */
-    size_t size;             /* bytes of the superblock or large mapping */
+    _Atomic uint64_t owner; /* id of the thread cache that may reuse freed blocks */
+    char *start;            /* first byte of the superblock or large mapping */
+    size_t size;            /* bytes of the superblock or large mapping */
     /* Whether an address is the start of one of the superblock's blocks, in one multiply
      * and one compare (heap_is_block_start); both 0 for large blocks. */
     uint64_t block_magic;
     uint64_t block_limit;
-    uint32_t *records;       /* a tracked class's per-block records; NULL otherwise */
-    uint32_t block_size;     /* bytes per block (small only) */
-    uint32_t max_count;      /* blocks in the superblock (small only) */
-    uint32_t self;           /* this descriptor's index, for the lock-free stacks */
-    uint8_t class_index;     /* heap class, or HEAP_CLASS_LARGE */
-    bool os_backed;          /* a large block mapped from the OS, not an arena chunk */
-    uint16_t class_scaled;   /* class_index * SIZECLASS_STRIDE: free's index into its cache */
+    uint32_t *records;     /* a tracked class's per-block records; NULL otherwise */
+    uint32_t block_size;   /* bytes per block (small only) */
+    uint32_t max_count;    /* blocks in the superblock (small only) */
+    uint32_t self;         /* this descriptor's index, for the lock-free stacks */
+    uint8_t class_index;   /* heap class, or HEAP_CLASS_LARGE */
+    bool os_backed;        /* a large block mapped from the OS, not an arena chunk */
+    uint16_t class_scaled; /* class_index * SIZECLASS_STRIDE: free's index into its cache */
 
     /* Written by any thread that frees into the superblock or moves the descriptor
      * between stacks: kept off the line the fast path reads. */
@@ -131,8 +131,7 @@ bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out);
 
 /* Gives back `count` blocks of `desc` linked from `first` to `last` (count may be 0 with
  * first NULL), and, if `bump` is not NULL, the uncarved tail starting at `bump`. */
-void heap_give_back(struct descriptor *desc, void *first, void *last, uint32_t count,
-                    char *bump);
+void heap_give_back(struct descriptor *desc, void *first, void *last, uint32_t count, char *bump);
 
 /* A record: the request size in the low 16 bits (small blocks are at most 32 KiB; a large
  * block keeps its request in large_request), log2 of the alignment in the next 5 bits,

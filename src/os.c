@@ -71,8 +71,7 @@ static void os_defer_unmap(void *addr, size_t size)
         size_t expected = 0;
         /* Relaxed claim: the slot's contents are published by the release store below. */
         if (!atomic_compare_exchange_strong_explicit(&os_deferred[i].size, &expected, size,
-                                                     memory_order_relaxed,
-                                                     memory_order_relaxed))
+                                                     memory_order_relaxed, memory_order_relaxed))
             continue;
         atomic_fetch_add_explicit(&os_deferred_count, 1, memory_order_relaxed);
         /* Release: a retrier that takes the address reads this slot's size. */

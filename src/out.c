@@ -32,7 +32,8 @@ void out_flush(struct out *o)
 
 static void out_char(struct out *o, char c)
 {
-    if (o->len == OUT_BUFFER) out_flush(o);
+    if (o->len == OUT_BUFFER)
+        out_flush(o);
     o->buf[o->len++] = c;
 }
 
@@ -49,7 +50,8 @@ static void out_digits(struct out *o, uint64_t value, unsigned base, char separa
     char digits[32];
     unsigned n = 0;
     do {
-        if (separator && n % 4 == 3) digits[n++] = separator;
+        if (separator && n % 4 == 3)
+            digits[n++] = separator;
         digits[n++] = "0123456789abcdef"[value % base];
         value /= base;
     } while (value);

@@ -29,9 +29,8 @@ static pagemap_entry *pagemap_leaf(size_t root_index)
     uintptr_t fresh_offset = (uintptr_t)fresh - (uintptr_t)pagemap.zero_leaf;
     LFH_PARK(PAGEMAP_LEAF_MAPPED);
     /* Release publishes the (zeroed) leaf; acquire on failure reads the winner's leaf. */
-    if (atomic_compare_exchange_strong_explicit(&pagemap.root[root_index], &offset,
-                                                fresh_offset, memory_order_release,
-                                                memory_order_acquire))
+    if (atomic_compare_exchange_strong_explicit(&pagemap.root[root_index], &offset, fresh_offset,
+                                                memory_order_release, memory_order_acquire))
         return fresh;
     os_unmap(fresh, bytes);
     return leaf_at(offset);
@@ -49,8 +48,8 @@ bool pagemap_set(const void *start, size_t size, struct descriptor *desc)
             return false;
     uintptr_t entry = desc ? (uintptr_t)desc - (uintptr_t)&pagemap.foreign : 0;
     for (uintptr_t a = first; a < end; a += (uintptr_t)1 << PAGEMAP_PAGE_SHIFT) {
-        pagemap_entry *leaf = leaf_at(atomic_load_explicit(
-            &pagemap.root[a >> PAGEMAP_LEAF_SHIFT], memory_order_relaxed));
+        pagemap_entry *leaf = leaf_at(
+            atomic_load_explicit(&pagemap.root[a >> PAGEMAP_LEAF_SHIFT], memory_order_relaxed));
         /* Relaxed: see pagemap_find; the pointer's hand-off orders this store. */
         atomic_store_explicit(&leaf[(uint32_t)a >> PAGEMAP_PAGE_SHIFT], entry,
                               memory_order_relaxed);

@@ -49,7 +49,8 @@ LFH_INLINE struct descriptor *pagemap_find(const void *ptr)
 {
     uintptr_t addr = (uintptr_t)ptr;
     uintptr_t root_index = addr >> PAGEMAP_LEAF_SHIFT;
-    if (LFH_UNLIKELY(root_index >= PAGEMAP_ROOT_SIZE)) return &pagemap.foreign;
+    if (LFH_UNLIKELY(root_index >= PAGEMAP_ROOT_SIZE))
+        return &pagemap.foreign;
     /* Acquire pairs with the release CAS that installs a leaf: the leaf's mapping is
      * complete before its address can be seen (a plain load on x86-64, ldar on
      * aarch64, of a word that never changes once set). */

@@ -59,7 +59,8 @@ static inline void park_reach(enum park_point point)
     /* Acquire pairs with the test's release store of the hook, so the hook sees the
      * state the test prepared before installing it. */
     park_hook_fn hook = atomic_load_explicit(&park_hook, memory_order_acquire);
-    if (hook) hook(point);
+    if (hook)
+        hook(point);
 }
 
 #define LFH_PARK(point) park_reach(PARK_##point)

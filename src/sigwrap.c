@@ -117,7 +117,8 @@ static void sigwrap_handler(int sig, siginfo_t *info, void *context)
         ((void (*)(int, siginfo_t *, void *))handler)(sig, info, context);
     else
         ((void (*)(int))handler)(sig);
-    if (where != SIGWRAP_OUTSIDE) tcache_unhide(&frame);
+    if (where != SIGWRAP_OUTSIDE)
+        tcache_unhide(&frame);
 }
 
 /* The action to report for the kernel's `kernel_old`, given the word that was current. */
@@ -128,7 +129,8 @@ static void report(const struct sigaction *kernel_old, uint64_t word, struct sig
         oldact->sa_sigaction =
             (void (*)(int, siginfo_t *, void *))(uintptr_t)(word & ~SIGWRAP_INFO);
         oldact->sa_flags &= ~SA_SIGINFO;
-        if (word & SIGWRAP_INFO) oldact->sa_flags |= SA_SIGINFO;
+        if (word & SIGWRAP_INFO)
+            oldact->sa_flags |= SA_SIGINFO;
     } else if (kernel_old->sa_handler == SIG_DFL && (kernel_old->sa_flags & SA_RESETHAND) &&
                word != 0 && !(word & SIGWRAP_INFO)) {
         /* The kernel reset a one-shot wrapper to SIG_DFL and kept its flags, which carry
@@ -140,7 +142,8 @@ static void report(const struct sigaction *kernel_old, uint64_t word, struct sig
 LFH_EXPORT int sigaction(int sig, const struct sigaction *restrict act,
                          struct sigaction *restrict oldact)
 {
-    if (sig < 1 || sig >= NSIG) return __sigaction(sig, act, oldact); /* glibc's EINVAL */
+    if (sig < 1 || sig >= NSIG)
+        return __sigaction(sig, act, oldact); /* glibc's EINVAL */
     /* Relaxed: the word is only reported here; the kernel call orders the rest. */
     uint64_t word = atomic_load_explicit(&sigwrap_actions[sig], memory_order_relaxed);
     struct sigaction kernel_old;
@@ -164,7 +167,8 @@ LFH_EXPORT int sigaction(int sig, const struct sigaction *restrict act,
         }
         result = __sigaction(sig, &wrapped, &kernel_old);
     }
-    if (result == 0 && oldact) report(&kernel_old, word, oldact);
+    if (result == 0 && oldact)
+        report(&kernel_old, word, oldact);
     return result;
 }
 
@@ -178,7 +182,8 @@ static sighandler_t install_simple(int sig, sighandler_t handler, int flags, boo
     act.sa_handler = handler;
     act.sa_flags = flags;
     sigemptyset(&act.sa_mask);
-    if (block_self) sigaddset(&act.sa_mask, sig);
+    if (block_self)
+        sigaddset(&act.sa_mask, sig);
     return sigaction(sig, &act, &old) == 0 ? old.sa_handler : SIG_ERR;
 }
 
@@ -204,11 +209,14 @@ LFH_EXPORT sighandler_t sigset(int sig, sighandler_t disposition)
 {
     sigset_t one, before;
     sigemptyset(&one);
-    if (sigaddset(&one, sig) != 0) return SIG_ERR;
+    if (sigaddset(&one, sig) != 0)
+        return SIG_ERR;
     struct sigaction act, old;
     if (disposition == SIG_HOLD) {
-        if (sigprocmask(SIG_BLOCK, &one, &before) != 0) return SIG_ERR;
-        if (sigismember(&before, sig)) return SIG_HOLD;
+        if (sigprocmask(SIG_BLOCK, &one, &before) != 0)
+            return SIG_ERR;
+        if (sigismember(&before, sig))
+            return SIG_HOLD;
         return sigaction(sig, NULL, &old) == 0 ? old.sa_handler : SIG_ERR;
     }
     act.sa_handler = disposition;
@@ -231,7 +239,8 @@ LFH_EXPORT int sigignore(int sig)
 LFH_EXPORT int siginterrupt(int sig, int interrupt)
 {
     struct sigaction act;
-    if (sigaction(sig, NULL, &act) != 0) return -1;
+    if (sigaction(sig, NULL, &act) != 0)
+        return -1;
     uint64_t bit = (uint64_t)1 << (sig - 1);
     /* Relaxed: each bit is read only by signal() for its own signal. */
     if (interrupt) {

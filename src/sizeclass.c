@@ -5,6 +5,8 @@
  */
 #include "sizeclass.h"
 
+/* The tables are laid out by hand. */
+/* clang-format off */
 const uint32_t sizeclass_block_size[SIZECLASS_COUNT] = {
     16,    32,    48,    64,    80,    96,    112,   128,   160,   192,
     224,   256,   320,   384,   448,   512,   640,   768,   896,   1024,
@@ -51,6 +53,7 @@ const uint16_t sizeclass_lookup[SIZECLASS_LOOKUP_MAX + 1] = {
     [769 ... 896] = 18 * SIZECLASS_STRIDE,
     [897 ... 1024] = 19 * SIZECLASS_STRIDE,
 };
+/* clang-format on */
 
 size_t sizeclass_superblock_size(unsigned cls)
 {

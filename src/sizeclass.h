@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIZECLASS_COUNT    40
+#define SIZECLASS_COUNT 40
 /* 32 KiB: above it, a power-of-two page chunk wastes no more than a class would. */
 #define SIZECLASS_MAX_SIZE ((size_t)32768)
 /* Requests up to this size find their class with one table load. */

@@ -86,7 +86,8 @@ static struct stats_block *stats_take(void)
     size_t bytes =
         (sizeof(struct stats_block) * STATS_SLAB_BLOCKS + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
     struct stats_block *slab = os_map(bytes, OS_PAGE_SIZE);
-    if (!slab) return NULL;
+    if (!slab)
+        return NULL;
     /* Zeroed by the kernel; only the links and our claim need writing before the push. */
     for (unsigned i = 0; i + 1 < STATS_SLAB_BLOCKS; i++)
         slab[i].next_all = &slab[i + 1];
@@ -544,7 +545,8 @@ __attribute__((constructor)) static void stats_config(void)
 
 __attribute__((destructor)) static void stats_exit_report(void)
 {
-    if (stats_at_exit) lfh_malloc_stats();
+    if (stats_at_exit)
+        lfh_malloc_stats();
 }
 
 /* ---- the standard names ----------------------------------------------------------- */

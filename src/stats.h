@@ -137,7 +137,8 @@ LFH_INLINE void stats_add(unsigned counter, uint64_t n)
 /* Counts in the -stats builds only; elsewhere nothing is evaluated. */
 #define STATS_ADD(counter, n)                                                                      \
     do {                                                                                           \
-        if (STATS_ENABLED) stats_add((counter), (n));                                              \
+        if (STATS_ENABLED)                                                                         \
+            stats_add((counter), (n));                                                             \
     } while (0)
 
 /* An allocating routine returned a block of `usable` bytes for `request` (usable 0:
@@ -145,10 +146,12 @@ LFH_INLINE void stats_add(unsigned counter, uint64_t n)
  * alloc_bytes. */
 LFH_INLINE void stats_count_alloc(unsigned routine, size_t request, size_t usable)
 {
-    if (!STATS_ENABLED) return;
+    if (!STATS_ENABLED)
+        return;
     struct stats_block *b = stats_mine();
     stats_add_to(b, STATS_ROUTINE(routine, STATS_CALLS), 1);
-    if (request == 0) stats_add_to(b, STATS_ROUTINE(routine, STATS_ZERO_CALLS), 1);
+    if (request == 0)
+        stats_add_to(b, STATS_ROUTINE(routine, STATS_ZERO_CALLS), 1);
     if (usable == 0) {
         stats_add_to(b, STATS_ROUTINE(routine, STATS_FAILURES), 1);
         return;
@@ -163,7 +166,8 @@ LFH_INLINE void stats_count_alloc(unsigned routine, size_t request, size_t usabl
 LFH_INLINE void stats_count_resize(unsigned routine, size_t request, size_t old_usable,
                                    size_t new_usable)
 {
-    if (!STATS_ENABLED) return;
+    if (!STATS_ENABLED)
+        return;
     if (request > 0 && new_usable == 0) {
         stats_count_alloc(routine, request, 0);
         return;
@@ -181,7 +185,8 @@ LFH_INLINE void stats_count_resize(unsigned routine, size_t request, size_t old_
  * build only). */
 LFH_INLINE void stats_count_free(size_t usable, size_t request)
 {
-    if (!STATS_ENABLED) return;
+    if (!STATS_ENABLED)
+        return;
     struct stats_block *b = stats_mine();
     stats_add_to(b, STATS_FREE_CALLS, 1);
     stats_add_to(b, STATS_FREE_ALLOC_BYTES, usable);

@@ -87,9 +87,8 @@ static void tcache_register_exit(struct tcache *tc)
         if (pthread_key_create(&key, tcache_thread_exit) != 0)
             return; /* the cache then stays with the thread when it exits: bounded */
         unsigned expected = 0;
-        if (atomic_compare_exchange_strong_explicit(&tcache_exit_key, &expected,
-                                                    (unsigned)key + 1, memory_order_acq_rel,
-                                                    memory_order_acquire)) {
+        if (atomic_compare_exchange_strong_explicit(&tcache_exit_key, &expected, (unsigned)key + 1,
+                                                    memory_order_acq_rel, memory_order_acquire)) {
             key_plus_one = (unsigned)key + 1;
         } else {
             pthread_key_delete(key);
@@ -114,8 +113,8 @@ static struct tcache *orphan_take(void)
         if (!atomic_load_explicit(&tcache_orphans[i], memory_order_relaxed))
             continue;
         /* Acquire pairs with the publishing CAS: the copy's contents are complete. */
-        struct tcache *orphan = atomic_exchange_explicit(&tcache_orphans[i], NULL,
-                                                         memory_order_acquire);
+        struct tcache *orphan =
+            atomic_exchange_explicit(&tcache_orphans[i], NULL, memory_order_acquire);
         if (orphan)
             return orphan;
     }
@@ -124,31 +123,30 @@ static struct tcache *orphan_take(void)
 
 static void tcache_setup(struct tcache *tc)
 {
+    /* Registered first, and uncached until set up: pthread_setspecific may allocate (glibc
+     * does beyond 32 keys), and a thread that dies inside the rest of the setup (from a
+     * signal handler that never returns) still has its exit accounted for. */
+    tc->id = TCACHE_ID_EXITED;
+    tcache_register_exit(tc);
     /* Under memcheck the cache stays empty, so that every call reaches a slow path that
-     * reports the block to memcheck (vgclient.h); thread exit still accounts for a
-     * handler that never returned. */
-    if (vgclient_memcheck()) {
-        tc->id = TCACHE_ID_EXITED;
-        tcache_register_exit(tc);
+     * reports the block to memcheck (vgclient.h). */
+    if (vgclient_memcheck())
         return;
-    }
     struct tcache *orphan = orphan_take();
     if (orphan) {
         LFH_PARK(TCACHE_ADOPT_TAKEN);
         *tc = *orphan;
-        tcache_register_exit(tc);
         release_block(orphan); /* the copy lived in a block the orphan owned: now ours */
         STATS_ADD(STATS_CACHES_ADOPTED, 1);
         return;
     }
-    /* Relaxed: ids only need to be distinct. */
-    tc->id = atomic_fetch_add_explicit(&tcache_last_id, 1, memory_order_relaxed) + 1;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         tc->cold[cls].limit = clamp_blocks(TCACHE_BYTES_INITIAL, cls, 2, 2048);
         bin_install(&tc->bins[cls], &tc->cold[cls], NULL, 0);
         tc->bins[cls].block_size = sizeclass_block_size[heap_size_class(cls)];
     }
-    tcache_register_exit(tc);
+    /* Relaxed: ids only need to be distinct. */
+    tc->id = atomic_fetch_add_explicit(&tcache_last_id, 1, memory_order_relaxed) + 1;
     STATS_ADD(STATS_CACHES_NEW, 1);
 }
 
@@ -200,7 +198,8 @@ static void give_back_list(void *list)
             count++;
         }
         /* Descriptors are 128 bytes apart: their index spreads them over the slots. */
-        unsigned slot = (unsigned)((uintptr_t)d / sizeof(struct descriptor)) & (GIVE_BACK_SLOTS - 1);
+        unsigned slot =
+            (unsigned)((uintptr_t)d / sizeof(struct descriptor)) & (GIVE_BACK_SLOTS - 1);
         while (t.desc[slot] && t.desc[slot] != d)
             slot = (slot + 1) & (GIVE_BACK_SLOTS - 1);
         if (t.desc[slot]) {
@@ -264,7 +263,8 @@ static void *alloc_slow(unsigned cls)
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET)) {
         tcache_setup(tc);
-        void *adopted = tcache_bin_take(tcache_base() + cls * SIZECLASS_STRIDE); /* an exited thread's cache */
+        void *adopted =
+            tcache_bin_take(tcache_base() + cls * SIZECLASS_STRIDE); /* an exited thread's cache */
         if (adopted)
             return adopted;
     }
@@ -421,8 +421,7 @@ static bool tcache_orphan(struct tcache *tc)
         struct tcache *expected = NULL;
         /* Release publishes the copy to the adopting thread's acquire exchange. */
         if (atomic_compare_exchange_strong_explicit(&tcache_orphans[i], &expected, copy,
-                                                    memory_order_release,
-                                                    memory_order_relaxed)) {
+                                                    memory_order_release, memory_order_relaxed)) {
             for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
                 tc->bins[cls].head = NULL;
                 tc->bins[cls].bump = tc->bins[cls].bump_end = NULL;

@@ -165,7 +165,8 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
     struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)(base + desc->class_scaled);
     *(void **)block = bin->head;
     bin->head = block;
-    if (LFH_UNLIKELY(--bin->credit == 0)) tcache_flush(block);
+    if (LFH_UNLIKELY(--bin->credit == 0))
+        tcache_flush(block);
     return 1;
 }
 

@@ -57,10 +57,13 @@ static int find_exe(struct dl_phdr_info *info, size_t size, void *data)
     uintptr_t lo = UINTPTR_MAX, hi = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD) continue;
+        if (ph->p_type != PT_LOAD)
+            continue;
         uintptr_t start = info->dlpi_addr + ph->p_vaddr;
-        if (start < lo) lo = start;
-        if (start + ph->p_memsz > hi) hi = start + ph->p_memsz;
+        if (start < lo)
+            lo = start;
+        if (start + ph->p_memsz > hi)
+            hi = start + ph->p_memsz;
     }
     shim.exe_lo = lo;
     shim.exe_hi = hi;
@@ -76,7 +79,8 @@ __attribute__((constructor)) static void shim_init(void)
                 : strcmp(m, "overlap") == 0  ? MODE_OVERLAP
                                              : MODE_OFF;
     shim.every = e ? strtoul(e, NULL, 10) : 100;
-    if (shim.every == 0) shim.every = 1;
+    if (shim.every == 0)
+        shim.every = 1;
     dl_iterate_phdr(find_exe, NULL);
     shim.ready = 1;
 }
@@ -90,7 +94,8 @@ static int from_exe(const void *caller)
 static struct tracked *lookup(const void *p)
 {
     for (unsigned i = 0; i < TRACKED; i++)
-        if (shim.live[i].refs && shim.live[i].block == p) return &shim.live[i];
+        if (shim.live[i].refs && shim.live[i].block == p)
+            return &shim.live[i];
     return NULL;
 }
 
@@ -112,7 +117,8 @@ static struct tracked *recent(size_t size, const void *p)
 {
     for (unsigned n = 1; n <= TRACKED; n++) {
         struct tracked *t = &shim.live[(shim.next + TRACKED - n) % TRACKED];
-        if (t->refs && t->size >= size && t->block != p) return t;
+        if (t->refs && t->size >= size && t->block != p)
+            return t;
     }
     return NULL;
 }
@@ -124,14 +130,17 @@ static int misbehave_now(void)
 
 static void maybe_scribble(const void *except)
 {
-    if (shim.mode != MODE_SCRIBBLE || !misbehave_now()) return;
+    if (shim.mode != MODE_SCRIBBLE || !misbehave_now())
+        return;
     struct tracked *t = recent(1, except);
-    if (t) memset(t->block, 0xa5, t->size < 8 ? t->size : 8);
+    if (t)
+        memset(t->block, 0xa5, t->size < 8 ? t->size : 8);
 }
 
 static void *shim_malloc(size_t size, const void *caller)
 {
-    if (!from_exe(caller)) return __libc_malloc(size);
+    if (!from_exe(caller))
+        return __libc_malloc(size);
     pthread_mutex_lock(&shim.lock);
     void *p = NULL;
     if (shim.mode == MODE_OVERLAP && misbehave_now()) {
@@ -171,7 +180,8 @@ void *calloc(size_t count, size_t size)
 
 void free(void *p)
 {
-    if (!p) return;
+    if (!p)
+        return;
     pthread_mutex_lock(&shim.lock);
     struct tracked *t = lookup(p);
     if (t && t->refs > 1) {
@@ -179,15 +189,18 @@ void free(void *p)
         pthread_mutex_unlock(&shim.lock);
         return;
     }
-    if (t) t->refs = 0;
-    if (shim.mode != MODE_OFF && from_exe(__builtin_return_address(0))) maybe_scribble(p);
+    if (t)
+        t->refs = 0;
+    if (shim.mode != MODE_OFF && from_exe(__builtin_return_address(0)))
+        maybe_scribble(p);
     pthread_mutex_unlock(&shim.lock);
     __libc_free(p);
 }
 
 void *realloc(void *p, size_t size)
 {
-    if (!p) return shim_malloc(size, __builtin_return_address(0));
+    if (!p)
+        return shim_malloc(size, __builtin_return_address(0));
     pthread_mutex_lock(&shim.lock);
     struct tracked *t = lookup(p);
     if (t && t->refs > 1) {
@@ -196,10 +209,12 @@ void *realloc(void *p, size_t size)
         t->refs--;
         pthread_mutex_unlock(&shim.lock);
         void *q = __libc_malloc(size);
-        if (q) memcpy(q, p, keep);
+        if (q)
+            memcpy(q, p, keep);
         return q;
     }
-    if (t) t->refs = 0;
+    if (t)
+        t->refs = 0;
     pthread_mutex_unlock(&shim.lock);
     void *q = __libc_realloc(p, size);
     if (q && from_exe(__builtin_return_address(0))) {

@@ -129,7 +129,8 @@ static void posix_memalign_semantics(void)
             CHECK(T_POSIX_MEMALIGN(&q, a, s) == 0);
             CHECK(q && aligned(q, a));
             CHECK(T_MALLOC_USABLE_SIZE(q) >= s);
-            if (q) memset(q, 1, s);
+            if (q)
+                memset(q, 1, s);
             T_FREE(q);
         }
 }

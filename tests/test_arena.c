@@ -39,7 +39,8 @@ static int stamped(const char *p, size_t size, uint64_t value)
     for (size_t off = 0; off < size; off += 4096) {
         uint64_t got;
         memcpy(&got, p + off, sizeof got);
-        if (got != value) return 0;
+        if (got != value)
+            return 0;
     }
     return 1;
 }
@@ -54,7 +55,8 @@ static void *worker(void *arg)
     for (int op = 0; op < OPS; op++) {
         unsigned slot = (unsigned)(next_random(&rng) % HELD);
         if (held[slot]) {
-            if (!stamped(held[slot], sizes[slot], tags[slot])) atomic_fetch_add(&corrupt, 1);
+            if (!stamped(held[slot], sizes[slot], tags[slot]))
+                atomic_fetch_add(&corrupt, 1);
             arena_free(held[slot], sizes[slot]);
         }
         size_t size = (size_t)4096 << (next_random(&rng) % 9); /* 4 KiB .. 1 MiB */
@@ -74,7 +76,8 @@ static void *worker(void *arg)
     }
     for (unsigned slot = 0; slot < HELD; slot++)
         if (held[slot]) {
-            if (!stamped(held[slot], sizes[slot], tags[slot])) atomic_fetch_add(&corrupt, 1);
+            if (!stamped(held[slot], sizes[slot], tags[slot]))
+                atomic_fetch_add(&corrupt, 1);
             arena_free(held[slot], sizes[slot]);
         }
     return NULL;
@@ -111,7 +114,8 @@ static void everything_coalesces_after_purge(void)
     bool zeroed;
     for (; got < 64; got++) {
         whole[got] = arena_alloc(ARENA_MAX_CHUNK, &zeroed);
-        if (!whole[got] || !zeroed) break;
+        if (!whole[got] || !zeroed)
+            break;
     }
     CHECK(got >= 1);
     for (int i = 0; i < got; i++)

@@ -59,10 +59,12 @@ static size_t random_request(uint64_t *rng, size_t min_chunk, size_t max_request
     unsigned lo = (unsigned)__builtin_ctzll(min_chunk);
     unsigned hi = (unsigned)__builtin_ctzll(max_request);
     uint64_t r = next_random(rng);
-    if (r % 64 == 0) return r % 128 < 64 ? 0 : 1;
+    if (r % 64 == 0)
+        return r % 128 < 64 ? 0 : 1;
     unsigned shift = lo + (unsigned)((r >> 8) % (hi - lo + 1));
     size_t top = (size_t)1 << shift;
-    if (shift == lo) return 1 + (size_t)((r >> 32) % top);
+    if (shift == lo)
+        return 1 + (size_t)((r >> 32) % top);
     return top / 2 + 1 + (size_t)((r >> 32) % (top / 2));
 }
 
@@ -159,14 +161,16 @@ struct model {
 static bool model_range_free(const struct model *m, size_t first, size_t count)
 {
     for (size_t u = first; u < first + count; u++)
-        if (m->used[u]) return false;
+        if (m->used[u])
+            return false;
     return true;
 }
 
 static bool model_has_block(const struct model *m, size_t count)
 {
     for (size_t u = 0; u < m->units; u += count)
-        if (model_range_free(m, u, count)) return true;
+        if (model_range_free(m, u, count))
+            return true;
     return false;
 }
 
@@ -184,12 +188,14 @@ static void check_fully_coalesced(struct buddy *b)
     size_t got = 0;
     for (size_t i = 0; i < n; i++) {
         all[i] = buddy_alloc(b, b->max_chunk);
-        if (all[i]) got++;
+        if (all[i])
+            got++;
     }
     CHECK(got == n);
     CHECK(!buddy_alloc(b, buddy_min_chunk(b)));
     for (size_t i = 0; i < n; i++)
-        if (all[i]) CHECK(buddy_free(b, all[i]));
+        if (all[i])
+            CHECK(buddy_free(b, all[i]));
     free(all);
 }
 
@@ -226,7 +232,8 @@ static void run_model(const struct seq_config *c, unsigned flags, uint64_t seed)
             uint64_t r = next_random(&rng);
             if (m.nlive == 0 || r % 100 < 55) {
                 size_t want = random_request(&rng, c->min_chunk, max_chunk);
-                if (r % 500 == 7) want = max_chunk + 1 + (r >> 40) % max_chunk; /* too big: NULL */
+                if (r % 500 == 7)
+                    want = max_chunk + 1 + (r >> 40) % max_chunk; /* too big: NULL */
                 char *p = buddy_alloc(b, want);
                 if (want > max_chunk) {
                     CHECK(!p);
@@ -253,7 +260,8 @@ static void run_model(const struct seq_config *c, unsigned flags, uint64_t seed)
             } else {
                 model_free(b, &m, (size_t)((r >> 16) % m.nlive));
             }
-            if (failures > 10) break;
+            if (failures > 10)
+                break;
         }
         while (m.nlive) /* free everything, in random order */
             model_free(b, &m, (size_t)(next_random(&rng) % m.nlive));
@@ -286,7 +294,8 @@ static void run_model_layout(unsigned layout)
         struct seq_config c = seq_configs[i];
         c.sequences = scaled(c.sequences);
         run_model(&c, layout | hint_flags[i % 3], 0x9e3779b97f4a7c15ull * (i + 1) + layout);
-        if (test_failures) return;
+        if (test_failures)
+            return;
     }
 }
 
@@ -370,10 +379,13 @@ static bool verify_and_free(struct shared *s, struct record *r)
             ok = false;
             break;
         }
-    if (buddy_chunk_size(s->b, r->p) != r->size) ok = false;
-    if (!buddy_free(s->b, r->p)) ok = false;
+    if (buddy_chunk_size(s->b, r->p) != r->size)
+        ok = false;
+    if (!buddy_free(s->b, r->p))
+        ok = false;
     free(r);
-    if (!ok) atomic_fetch_add(&s->errors, 1);
+    if (!ok)
+        atomic_fetch_add(&s->errors, 1);
     return ok;
 }
 
@@ -460,7 +472,8 @@ static void run_concurrent(const struct conc_config *c, unsigned flags)
     pthread_barrier_destroy(&s.start);
     for (unsigned i = 0; i < MAILBOXES; i++) {
         struct record *r = atomic_load(&s.box[i]);
-        if (r) verify_and_free(&s, r);
+        if (r)
+            verify_and_free(&s, r);
     }
     CHECK(atomic_load(&s.errors) == 0);
     unsigned long allocs = atomic_load(&s.allocs), nulls = atomic_load(&s.nulls);
@@ -501,8 +514,10 @@ static void test_concurrent_packed(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1) scale = (unsigned)strtoul(argv[1], NULL, 10);
-    if (!scale) scale = 1;
+    if (argc > 1)
+        scale = (unsigned)strtoul(argv[1], NULL, 10);
+    if (!scale)
+        scale = 1;
 #ifdef TEST_BUDDY_CHAOS
     /* tests/test_buddy_chaos.c: only what the random yields make interesting. */
     RUN(test_exhaustion);

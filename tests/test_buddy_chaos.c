@@ -12,11 +12,13 @@ static __thread uint64_t chaos_state;
 
 static void chaos_point(void)
 {
-    if (!chaos_state) chaos_state = (uintptr_t)&chaos_state | 1;
+    if (!chaos_state)
+        chaos_state = (uintptr_t)&chaos_state | 1;
     chaos_state ^= chaos_state << 13;
     chaos_state ^= chaos_state >> 7;
     chaos_state ^= chaos_state << 17;
-    if ((chaos_state & 3) == 0) sched_yield();
+    if ((chaos_state & 3) == 0)
+        sched_yield();
 }
 
 #define BUDDY_CHAOS() chaos_point()

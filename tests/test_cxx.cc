@@ -82,7 +82,8 @@ static bool intact(const void *p, size_t size, size_t seed)
 {
     const unsigned char *bytes = static_cast<const unsigned char *>(p);
     for (size_t i = 0; i < size; i++)
-        if (bytes[i] != tag_of(seed, i)) return false;
+        if (bytes[i] != tag_of(seed, i))
+            return false;
     return true;
 }
 
@@ -525,7 +526,8 @@ static int handler_calls;
 /* Counts its calls and uninstalls itself on the third. */
 static void counting_handler()
 {
-    if (++handler_calls == 3) std::set_new_handler(nullptr);
+    if (++handler_calls == 3)
+        std::set_new_handler(nullptr);
 }
 
 static void throwing_handler()

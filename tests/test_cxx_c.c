@@ -56,7 +56,8 @@ static void nothrow_forms_return_null(void)
 static void *plugin_function(const char *path, const char *name)
 {
     void *plugin = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!plugin) fprintf(stderr, "%s\n", dlerror());
+    if (!plugin)
+        fprintf(stderr, "%s\n", dlerror());
     REQUIRE(plugin != NULL);
     void *fn = dlsym(plugin, name);
     REQUIRE(fn != NULL);

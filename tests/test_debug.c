@@ -42,7 +42,8 @@ static void *opaque(void *ptr)
 
 static void say(const char *text)
 {
-    if (write(STDOUT_FILENO, text, strlen(text)) < 0) _exit(3);
+    if (write(STDOUT_FILENO, text, strlen(text)) < 0)
+        _exit(3);
 }
 
 static char global_buffer[64];
@@ -56,7 +57,8 @@ static void case_double_free(void)
     free(again);
     /* ignored with LFHEAP_ABORT=0: the block is on the free list once, not twice */
     char *a = malloc(32), *b = malloc(32);
-    if (a == b) say("same block twice\n");
+    if (a == b)
+        say("same block twice\n");
     free(a);
     free(b);
 }
@@ -97,7 +99,8 @@ static void case_realloc_stack(void)
 static void case_usable_size_interior(void)
 {
     char *p = malloc(64);
-    if (malloc_usable_size(opaque(p + 8)) != 0) say("usable size of an interior pointer\n");
+    if (malloc_usable_size(opaque(p + 8)) != 0)
+        say("usable size of an interior pointer\n");
     free(p);
 }
 
@@ -129,7 +132,8 @@ static void case_write_after_free(void)
     free(p);
     ((volatile char *)stale)[16] = 1;
     char *q = malloc(40); /* the same block again (the thread's list is LIFO) */
-    if (q != stale) say("not the same block\n");
+    if (q != stale)
+        say("not the same block\n");
     free(q);
 }
 
@@ -138,7 +142,8 @@ static void case_realloc_freed(void)
     char *p = malloc(40), *stale = opaque(p);
     free(p);
     p = realloc(stale, 80);
-    if (p) say("realloc of a freed block returned a block\n");
+    if (p)
+        say("realloc of a freed block returned a block\n");
 }
 
 static void case_free_sized_wrong(void)
@@ -163,7 +168,8 @@ static void case_unfreed(void)
 static void case_clean(void)
 {
     char *p = malloc(100);
-    if (malloc_usable_size(p) != 100) say("usable size is not the request size\n");
+    if (malloc_usable_size(p) != 100)
+        say("usable size is not the request size\n");
     memset(p, 7, malloc_usable_size(p));
     p = realloc(p, 1000);
     p = realloc(p, 10);

@@ -39,7 +39,8 @@ int main(void)
 
     /* A decision on memory malloc did not initialise. */
     int *volatile fresh = malloc(sizeof *fresh * 4);
-    if (fresh[2] == 42) puts("unlikely");
+    if (fresh[2] == 42)
+        puts("unlikely");
     free(fresh);
 
     /* Blocks lost for good: the leak check must find them. Not the first block of a
@@ -56,7 +57,8 @@ int main(void)
     memcpy(grow, "abcdefg", 8);
     for (size_t n = 16; n <= 70000; n *= 3) {
         grow = realloc(grow, n);
-        if (strcmp(grow, "abcdefg") != 0) return 1;
+        if (strcmp(grow, "abcdefg") != 0)
+            return 1;
     }
     free(grow);
     puts("done");

@@ -68,13 +68,15 @@ static bool reads_zero(const char *p, size_t size)
 {
     if (size <= MIB) {
         for (size_t i = 0; i < size; i++)
-            if (p[i]) return false;
+            if (p[i])
+                return false;
         return true;
     }
     size_t start, len;
     for (unsigned k = 0; pattern_range(size, k, &start, &len); k++)
         for (size_t i = start; i < start + len; i++)
-            if (p[i]) return false;
+            if (p[i])
+                return false;
     return true;
 }
 
@@ -90,7 +92,8 @@ static bool arenas_whole(void)
     bool zeroed = true;
     while (got < arenas && got < 4096 && zeroed) {
         whole[got] = arena_alloc(ARENA_MAX_CHUNK, &zeroed);
-        if (!whole[got]) break;
+        if (!whole[got])
+            break;
         got++;
     }
     os_fault_stats(&after);
@@ -134,7 +137,8 @@ static int in_child(void (*body)(void))
     }
     int status;
     REQUIRE(waitpid(pid, &status, 0) == pid);
-    if (WIFSIGNALED(status)) fprintf(stderr, "  killed by signal %d\n", WTERMSIG(status));
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "  killed by signal %d\n", WTERMSIG(status));
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -323,15 +327,19 @@ static bool chaos_intact(const struct tagged *b)
 
 static void chaos_free(struct tagged *b)
 {
-    if (!b) return;
-    if (!chaos_intact(b)) CHAOS_ERROR();
+    if (!b)
+        return;
+    if (!chaos_intact(b))
+        CHAOS_ERROR();
     lfh_free(b);
 }
 
 static size_t chaos_size(uint64_t r)
 {
-    if (r % 1000 == 0) return 65 * MIB + r % (5 * MIB);
-    if (r % 40 == 0) return 33 * KIB + r % (4 * MIB);
+    if (r % 1000 == 0)
+        return 65 * MIB + r % (5 * MIB);
+    if (r % 40 == 0)
+        return 33 * KIB + r % (4 * MIB);
     return 24 + r % (r % 8 == 0 ? 32 * KIB : 1024);
 }
 
@@ -346,14 +354,16 @@ static struct tagged *chaos_alloc(uint64_t r, size_t size)
         p = lfh_calloc(1, size);
         err = errno;
         const uint64_t *words = p;
-        if (p && (words[0] || words[size / 16] || words[size / 8 - 1])) CHAOS_ERROR();
+        if (p && (words[0] || words[size / 16] || words[size / 8 - 1]))
+            CHAOS_ERROR();
         break;
     }
     case 1: {
         size_t align = (size_t)64 << (r >> 24) % 7;
         int ret = lfh_posix_memalign(&p, align, size);
         err = ret;
-        if (ret != 0 ? p != NULL : (uintptr_t)p % align != 0) CHAOS_ERROR();
+        if (ret != 0 ? p != NULL : (uintptr_t)p % align != 0)
+            CHAOS_ERROR();
         break;
     }
     default:
@@ -363,7 +373,8 @@ static struct tagged *chaos_alloc(uint64_t r, size_t size)
     }
     if (!p) {
         atomic_fetch_add(&chaos_failures, 1);
-        if (err != ENOMEM) CHAOS_ERROR();
+        if (err != ENOMEM)
+            CHAOS_ERROR();
     }
     return p;
 }
@@ -390,7 +401,8 @@ static void *chaos_worker(void *arg)
             chaos_free(*slot);
             *slot = NULL;
         } else if (what < 880) {
-            if (!*slot) continue;
+            if (!*slot)
+                continue;
             size_t size = chaos_size(r >> 16);
             struct tagged old = **slot;
             size_t old_mid = chaos_middle(old.size);
@@ -398,19 +410,23 @@ static void *chaos_worker(void *arg)
             struct tagged *b = lfh_realloc(*slot, size);
             if (!b) {
                 atomic_fetch_add(&chaos_failures, 1);
-                if (errno != ENOMEM || !chaos_intact(*slot)) CHAOS_ERROR();
+                if (errno != ENOMEM || !chaos_intact(*slot))
+                    CHAOS_ERROR();
                 continue;
             }
             /* The contents up to the smaller size moved along. */
             uint64_t mid = old.tag;
-            if (old_mid + 8 <= size) memcpy(&mid, (char *)b + old_mid, 8);
-            if (b->tag != old.tag || b->size != old.size || mid != old.tag) CHAOS_ERROR();
+            if (old_mid + 8 <= size)
+                memcpy(&mid, (char *)b + old_mid, 8);
+            if (b->tag != old.tag || b->size != old.size || mid != old.tag)
+                CHAOS_ERROR();
             chaos_stamp(b, size, old.tag);
             *slot = b;
         } else {
             /* Hand the block to whichever thread takes this swap slot next. */
             struct tagged *got = atomic_exchange(&chaos_swaps[(r >> 16) % CHAOS_SWAPS], *slot);
-            if (got && !chaos_intact(got)) CHAOS_ERROR();
+            if (got && !chaos_intact(got))
+                CHAOS_ERROR();
             *slot = got;
         }
     }
@@ -491,7 +507,8 @@ static bool pattern_intact(const char *p, size_t size, uint8_t seed, size_t limi
     size_t start, len;
     for (unsigned k = 0; pattern_range(size, k, &start, &len); k++)
         for (size_t i = start; i < start + len && i < limit; i++)
-            if ((uint8_t)p[i] != pattern_byte(seed, i)) return false;
+            if ((uint8_t)p[i] != pattern_byte(seed, i))
+                return false;
     return true;
 }
 
@@ -530,8 +547,10 @@ static void adopt(struct run *r, void *p, size_t size, size_t align, int err)
         r->api_failures++;
         return;
     }
-    if ((uintptr_t)p % align || (uintptr_t)p % 16) error(r, "misaligned block", size);
-    if (lfh_malloc_usable_size(p) < size) error(r, "usable size below the request", size);
+    if ((uintptr_t)p % align || (uintptr_t)p % 16)
+        error(r, "misaligned block", size);
+    if (lfh_malloc_usable_size(p) < size)
+        error(r, "usable size below the request", size);
     REQUIRE(r->count < MAX_BLOCKS);
     struct block *b = &r->blocks[r->count++];
     b->p = p;
@@ -542,7 +561,8 @@ static void adopt(struct run *r, void *p, size_t size, size_t align, int err)
 
 static void check_block(struct run *r, const struct block *b)
 {
-    if (!pattern_intact(b->p, b->size, b->seed, b->size)) error(r, "block corrupted", b->size);
+    if (!pattern_intact(b->p, b->size, b->seed, b->size))
+        error(r, "block corrupted", b->size);
 }
 
 static void release(struct run *r, int index)
@@ -567,7 +587,8 @@ static void do_calloc(struct run *r, size_t count, size_t size)
     errno = 0;
     char *p = lfh_calloc(count, size);
     int err = errno;
-    if (p && !reads_zero(p, count * size)) error(r, "calloc's block is not zero", count * size);
+    if (p && !reads_zero(p, count * size))
+        error(r, "calloc's block is not zero", count * size);
     adopt(r, p, count * size, 16, err);
 }
 
@@ -584,7 +605,8 @@ static void do_calloc_after_dirty(struct run *r, size_t size)
         }
         memset(dirty, 0xab, size);
         lfh_free(dirty);
-        if (trim) lfh_malloc_trim(0);
+        if (trim)
+            lfh_malloc_trim(0);
         do_calloc(r, 1, size);
     }
 }
@@ -602,8 +624,10 @@ static void do_realloc(struct run *r, int index, size_t size)
         return;
     }
     size_t kept = b->size < size ? b->size : size;
-    if (!pattern_intact(p, b->size, b->seed, kept)) error(r, "realloc lost the contents", size);
-    if (lfh_malloc_usable_size(p) < size) error(r, "usable size below the request", size);
+    if (!pattern_intact(p, b->size, b->seed, kept))
+        error(r, "realloc lost the contents", size);
+    if (lfh_malloc_usable_size(p) < size)
+        error(r, "usable size below the request", size);
     b->p = p;
     b->size = size;
     pattern_fill(p, size, b->seed);
@@ -617,8 +641,10 @@ static void do_aligned(struct run *r, size_t align, size_t size, int routine)
     case 0: {
         void *out = &p;
         int ret = lfh_posix_memalign(&out, align, size);
-        if (ret != 0 && out != &p) error(r, "posix_memalign changed *memptr on failure", size);
-        if (ret != 0 && ret != ENOMEM) error(r, "posix_memalign failed without ENOMEM", size);
+        if (ret != 0 && out != &p)
+            error(r, "posix_memalign changed *memptr on failure", size);
+        if (ret != 0 && ret != ENOMEM)
+            error(r, "posix_memalign failed without ENOMEM", size);
         adopt(r, ret == 0 ? out : NULL, size, align, ret == 0 ? 0 : ENOMEM);
         return;
     }
@@ -674,7 +700,8 @@ static void do_remote(struct run *r)
     REQUIRE(pthread_join(thread, NULL) == 0);
     int kept = 0;
     for (int i = 0; i < r->count; i++)
-        if (r->blocks[i].p) r->blocks[kept++] = r->blocks[i];
+        if (r->blocks[i].p)
+            r->blocks[kept++] = r->blocks[i];
     r->count = kept;
     for (int i = 0; i < t.mine.count; i++) {
         REQUIRE(r->count < MAX_BLOCKS);
@@ -693,7 +720,8 @@ static void do_realloc_journey(struct run *r)
                                    3 * MIB,   50 * KIB,  40 * KIB, 30};
     int index = r->count;
     do_malloc(r, 24);
-    if (r->count == index) return; /* the first malloc failed */
+    if (r->count == index)
+        return; /* the first malloc failed */
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
         do_realloc(r, index, sizes[i]);
 }
@@ -745,23 +773,12 @@ struct sweep_child {
     int api_failures;
 };
 
-static long resident_kib(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, resident = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-        fclose(f);
-    }
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static struct sweep_child *sweep_child;
 static struct run first_run, second_run;
 
 static void sweep_child_body(void)
 {
-    long resident_start = resident_kib();
+    long resident_start = test_rss_kib();
     struct os_fault_stats start, end;
     os_fault_stats(&start);
     os_fault_inject(sweep_child->nth, sweep_child->persistent);
@@ -783,7 +800,7 @@ static void sweep_child_body(void)
     CHECK(first_run.errors == 0 && second_run.errors == 0);
     lfh_malloc_trim(0);
     CHECK(memory_is_back());
-    long resident = resident_kib() - resident_start;
+    long resident = test_rss_kib() - resident_start;
     if (resident > 8 * 1024)
         fprintf(stderr, "  resident size %ld KiB above its start after trim\n", resident);
     CHECK(resident <= 8 * 1024);
@@ -840,7 +857,8 @@ static void memory_exhausted_from_each_os_call(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1) margin = (unsigned)atoi(argv[1]);
+    if (argc > 1)
+        margin = (unsigned)atoi(argv[1]);
     /* No purge by the clock during a run: the calls must be the same in every child. */
     setenv("LFHEAP_PURGE_MS", "60000", 1);
     sweep_child =

@@ -82,9 +82,11 @@ static sem_t parked_sem, release_sem;
 static void park_here(enum park_point point)
 {
     atomic_fetch_add_explicit(&hits[point], 1, memory_order_relaxed);
-    if (!in_victim || (int)point != atomic_load(&armed)) return;
+    if (!in_victim || (int)point != atomic_load(&armed))
+        return;
     int expected = PARK_WAITING;
-    if (!atomic_compare_exchange_strong(&park_state, &expected, PARK_PARKED)) return;
+    if (!atomic_compare_exchange_strong(&park_state, &expected, PARK_PARKED))
+        return;
     sem_post(&parked_sem);
     while (sem_wait(&release_sem) != 0)
         ;
@@ -97,7 +99,8 @@ static const char *current_point = "";
 
 static void fail(const char *fmt, ...)
 {
-    if (atomic_fetch_add(&failures, 1) >= 20) return;
+    if (atomic_fetch_add(&failures, 1) >= 20)
+        return;
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "%s: ", current_point);
@@ -191,7 +194,8 @@ static _Atomic long threads_started;
 static bool take(struct actor *a, struct rec *r, void *p, size_t size, size_t align,
                  const char *what)
 {
-    if (r->p) fail("%s: the test overwrote a live block (a test bug)", what);
+    if (r->p)
+        fail("%s: the test overwrote a live block (a test bug)", what);
     if (!p) {
         fail("%s of %zu bytes returned NULL (errno %d)", what, size, errno);
         return false;
@@ -209,7 +213,8 @@ static bool take(struct actor *a, struct rec *r, void *p, size_t size, size_t al
 
 static void release(struct rec *r)
 {
-    if (!r->p) return;
+    if (!r->p)
+        return;
     if (pattern(r->p, r->size, r->seed, true, false))
         fail("block of %zu bytes at %p corrupted", r->size, (void *)r->p);
     lfh_free(r->p);
@@ -264,7 +269,8 @@ static void op_remote(struct actor *a, uint64_t r)
     pattern(p + 16, size - 16, seed, false, false);
     /* Most blocks are then freed by another thread than the one that allocated them. */
     unsigned char *prev = atomic_exchange(&exchange[(r >> 40) % EXCHANGE_SLOTS], p);
-    if (prev) exchange_release(prev);
+    if (prev)
+        exchange_release(prev);
 }
 
 static void op_realloc(struct actor *a, struct rec *r, uint64_t rnd)
@@ -282,7 +288,8 @@ static void op_realloc(struct actor *a, struct rec *r, uint64_t rnd)
         return;
     }
     size_t kept = r->size < size ? r->size : size;
-    if (kept > HEAD_BYTES) kept = HEAD_BYTES;
+    if (kept > HEAD_BYTES)
+        kept = HEAD_BYTES;
     if (pattern_range(p, 0, kept, r->seed, true, false))
         fail("realloc(%zu -> %zu) lost the contents", r->size, size);
     r->p = NULL;
@@ -296,7 +303,8 @@ static void op_aligned(struct actor *a, struct rec *r, uint64_t rnd)
     void *p = NULL;
     switch ((rnd >> 32) % 4) {
     case 0:
-        if (lfh_posix_memalign(&p, align, size) != 0) p = NULL;
+        if (lfh_posix_memalign(&p, align, size) != 0)
+            p = NULL;
         break;
     case 1:
         p = lfh_aligned_alloc(align, size);
@@ -342,7 +350,8 @@ static void op_thread(struct actor *a)
 static void op_huge(struct actor *a, size_t size)
 {
     struct rec r = {0};
-    if (take(a, &r, lfh_malloc(size), size, 16, "huge malloc")) release(&r);
+    if (take(a, &r, lfh_malloc(size), size, 16, "huge malloc"))
+        release(&r);
 }
 
 static void run_op(struct actor *a)
@@ -358,7 +367,8 @@ static void run_op(struct actor *a)
                         : pick < 730 ? OP_ALIGNED
                         : pick < 790 ? OP_CALLOC
                                      : OP_REMOTE;
-    if (kind != OP_REALLOC && kind != OP_REMOTE) release(r);
+    if (kind != OP_REALLOC && kind != OP_REMOTE)
+        release(r);
     switch (kind) {
     case OP_SMALL:
     case OP_MEDIUM:
@@ -543,9 +553,12 @@ static void *victim_main(void *arg)
             run_op(a);
         for (unsigned s = 0; s < a->slot_count; s++)
             release(&a->slots[s]);
-        if (!victim_should_stop()) victim_helpers(&a->rng);
-        if (!victim_should_stop()) victim_large(a);
-        if (!victim_should_stop()) lfh_malloc_trim(0);
+        if (!victim_should_stop())
+            victim_helpers(&a->rng);
+        if (!victim_should_stop())
+            victim_large(a);
+        if (!victim_should_stop())
+            lfh_malloc_trim(0);
     }
     for (unsigned s = 0; s < a->slot_count; s++)
         release(&a->slots[s]);
@@ -559,7 +572,8 @@ static void drain_exchange(void)
 {
     for (unsigned i = 0; i < EXCHANGE_SLOTS; i++) {
         unsigned char *p = atomic_exchange(&exchange[i], NULL);
-        if (p) exchange_release(p);
+        if (p)
+            exchange_release(p);
     }
 }
 
@@ -584,7 +598,8 @@ static void watch_workers(struct actor *workers, long per_worker)
     for (;;) {
         bool all_done = true;
         for (int w = 0; w < WORKERS; w++) {
-            if (atomic_load(&workers[w].done)) continue;
+            if (atomic_load(&workers[w].done))
+                continue;
             all_done = false;
             long progress = atomic_load_explicit(&workers[w].progress, memory_order_relaxed);
             if (progress != last[w]) {
@@ -594,7 +609,8 @@ static void watch_workers(struct actor *workers, long per_worker)
                 hang("a worker", progress, per_worker);
             }
         }
-        if (all_done) return;
+        if (all_done)
+            return;
         usleep(20000);
     }
 }
@@ -611,7 +627,8 @@ static bool heap_works(void)
             continue;
         }
         pattern(p, sizes[i], i + 1, false, false);
-        if (pattern(p, sizes[i], i + 1, true, false)) ok = false;
+        if (pattern(p, sizes[i], i + 1, true, false))
+            ok = false;
         lfh_free(p);
     }
     return ok;
@@ -637,7 +654,8 @@ static bool run_point(int point, long ops)
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += REACH_SECONDS;
     while (sem_timedwait(&parked_sem, &deadline) != 0) {
-        if (errno == EINTR) continue;
+        if (errno == EINTR)
+            continue;
         /* Give up, unless the victim parks at this very moment. */
         int expected = PARK_WAITING;
         if (atomic_compare_exchange_strong(&park_state, &expected, PARK_RELEASED)) {
@@ -684,7 +702,8 @@ static bool run_point(int point, long ops)
     sem_post(&release_sem);
     double released_at = now_s();
     while (!atomic_load(&victim_done)) {
-        if (now_s() - released_at > HANG_SECONDS) hang("the released victim", 0, 1);
+        if (now_s() - released_at > HANG_SECONDS)
+            hang("the released victim", 0, 1);
         usleep(10000);
     }
     pthread_join(victim_thread, NULL);
@@ -746,9 +765,11 @@ int main(int argc, char **argv)
         bool selected = argc <= 2;
         for (int i = 2; i < argc; i++)
             selected |= strcmp(argv[i], park_point_names[point]) == 0;
-        if (!selected) continue;
+        if (!selected)
+            continue;
         ran++;
-        if (!run_point(point, ops)) failed++;
+        if (!run_point(point, ops))
+            failed++;
     }
     if (ran == 0) {
         printf("FAIL no parking point matches the names given\n");

@@ -12,17 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, resident = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-        fclose(f);
-    }
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static double seconds(void)
 {
     struct timespec ts;
@@ -35,7 +24,7 @@ static void *blocks[BLOCKS];
 
 static void rss_falls_back_after_free(void)
 {
-    long start = rss_kib();
+    long start = test_rss_kib();
     uint64_t rng = 12345;
     size_t total = 0;
     for (int i = 0; i < BLOCKS; i++) {
@@ -46,7 +35,7 @@ static void rss_falls_back_after_free(void)
         memset(blocks[i], 0x77, size);
         total += size;
     }
-    long peak = rss_kib();
+    long peak = test_rss_kib();
     CHECK(peak - start > (long)(total / 1024) / 2); /* the memory really was resident */
     for (int i = 0; i < BLOCKS; i++)
         T_FREE(blocks[i]);
@@ -59,7 +48,7 @@ static void rss_falls_back_after_free(void)
         T_FREE(p);
         usleep(1000);
     }
-    long end = rss_kib();
+    long end = test_rss_kib();
     CHECK(end - start < 32 * 1024);
     printf("# rss: start %ld KiB, peak %ld KiB, after free + 1.2 s %ld KiB\n", start, peak, end);
 }
@@ -77,9 +66,10 @@ static void churn_reuses_chunks(void)
         }
         for (int i = 0; i < 16; i++)
             T_FREE(held[i]);
-        if (round == 5) before = rss_kib();
+        if (round == 5)
+            before = test_rss_kib();
     }
-    CHECK(rss_kib() - before < 16 * 1024);
+    CHECK(test_rss_kib() - before < 16 * 1024);
 }
 
 int main(void)

@@ -55,21 +55,11 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, resident = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-        fclose(f);
-    }
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static struct lfh_signal_counters counters(void)
 {
     struct lfh_signal_counters c = {0};
-    if (lfh_signal_counters_get) lfh_signal_counters_get(&c);
+    if (lfh_signal_counters_get)
+        lfh_signal_counters_get(&c);
     return c;
 }
 
@@ -91,8 +81,10 @@ static uint64_t next_random(uint64_t *state)
 static size_t pick_size(uint64_t r)
 {
     unsigned kind = (unsigned)(r % 100);
-    if (kind < 80) return 1 + (size_t)(r >> 8) % 512;
-    if (kind < 98) return 513 + (size_t)(r >> 8) % 32000;
+    if (kind < 80)
+        return 1 + (size_t)(r >> 8) % 512;
+    if (kind < 98)
+        return 513 + (size_t)(r >> 8) % 32000;
     return 40000 + (size_t)(r >> 8) % 200000;
 }
 
@@ -108,9 +100,11 @@ static void fill(unsigned char *p, size_t n, uint64_t seed)
 static int intact(const unsigned char *p, size_t n, uint64_t seed)
 {
     for (size_t i = 0; i < n && i < 256; i++)
-        if (p[i] != (unsigned char)(seed + i * 7)) return 0;
+        if (p[i] != (unsigned char)(seed + i * 7))
+            return 0;
     for (size_t i = n > 64 ? n - 64 : 0; i < n; i++)
-        if (p[i] != (unsigned char)(seed + i * 7)) return 0;
+        if (p[i] != (unsigned char)(seed + i * 7))
+            return 0;
     return 1;
 }
 
@@ -140,9 +134,11 @@ static void handler_error(void)
 static void handler_work(void)
 {
     unsigned depth = handler_depth;
-    if (depth >= KEPT_DEPTH) return;
+    if (depth >= KEPT_DEPTH)
+        return;
     handler_depth++;
-    if (depth > 0) atomic_fetch_add_explicit(&nested_deliveries, 1, memory_order_relaxed);
+    if (depth > 0)
+        atomic_fetch_add_explicit(&nested_deliveries, 1, memory_order_relaxed);
     unsigned seen = atomic_load_explicit(&deepest, memory_order_relaxed);
     while (depth + 1 > seen && !atomic_compare_exchange_weak(&deepest, &seen, depth + 1))
         ;
@@ -161,14 +157,16 @@ static void handler_work(void)
                 break;
             }
         free(z);
-        if (!intact(p, n, seed)) handler_error();
+        if (!intact(p, n, seed))
+            handler_error();
         free(p);
     }
     /* Blocks kept until a later signal, freed or reallocated then. */
     {
         struct kept *k = &kept[depth][seed % KEPT_SLOTS];
         if (k->p) {
-            if (!intact(k->p, k->n, k->seed)) handler_error();
+            if (!intact(k->p, k->n, k->seed))
+                handler_error();
             if (seed & 0x100) {
                 free(k->p);
                 k->p = NULL;
@@ -179,7 +177,8 @@ static void handler_work(void)
                     handler_error();
                 } else {
                     size_t common = grown < k->n ? grown : k->n;
-                    if (!intact(q, common < 256 ? common : 256, k->seed)) handler_error();
+                    if (!intact(q, common < 256 ? common : 256, k->seed))
+                        handler_error();
                     k->p = q;
                     k->n = grown;
                     k->seed = seed;
@@ -205,7 +204,8 @@ static void free_kept(void)
     for (unsigned d = 0; d < KEPT_DEPTH; d++)
         for (unsigned s = 0; s < KEPT_SLOTS; s++) {
             struct kept *k = &kept[d][s];
-            if (k->p && !intact(k->p, k->n, k->seed)) handler_error();
+            if (k->p && !intact(k->p, k->n, k->seed))
+                handler_error();
             free(k->p);
             k->p = NULL;
         }
@@ -262,7 +262,8 @@ static void worker_step(struct slot *slots, unsigned count, uint64_t *rng)
     uint64_t r = next_random(rng);
     struct slot *s = &slots[r % count];
     if (s->p) {
-        if (!intact(s->p, s->n, s->seed)) worker_error();
+        if (!intact(s->p, s->n, s->seed))
+            worker_error();
         if ((r >> 40) % 3 == 0) {
             size_t n = pick_size(r >> 9);
             unsigned char *q = realloc(s->p, n);
@@ -271,7 +272,8 @@ static void worker_step(struct slot *slots, unsigned count, uint64_t *rng)
                 return;
             }
             size_t common = n < s->n ? n : s->n;
-            if (!intact(q, common < 256 ? common : 256, s->seed)) worker_error();
+            if (!intact(q, common < 256 ? common : 256, s->seed))
+                worker_error();
             s->p = q;
             s->n = n;
             s->seed = r;
@@ -284,7 +286,8 @@ static void worker_step(struct slot *slots, unsigned count, uint64_t *rng)
         s->n = pick_size(r >> 9);
         if ((r >> 50) & 1) {
             s->p = calloc(1, s->n);
-            if (s->p && (s->p[0] || s->p[s->n - 1])) worker_error();
+            if (s->p && (s->p[0] || s->p[s->n - 1]))
+                worker_error();
         } else {
             s->p = malloc(s->n);
         }
@@ -322,7 +325,8 @@ static void *worker_main(void *arg)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     for (unsigned i = 0; i < 64; i++) {
-        if (slots[i].p && !intact(slots[i].p, slots[i].n, slots[i].seed)) worker_error();
+        if (slots[i].p && !intact(slots[i].p, slots[i].n, slots[i].seed))
+            worker_error();
         free(slots[i].p);
     }
     free_kept();
@@ -412,7 +416,8 @@ static struct stress_result stress(enum install how, uint64_t target, double lim
     timer_t timers[2];
     unsigned count = how == INSTALL_NESTED ? 2 : 1;
     timers[0] = start_timer(atomic_load(&worker_tid), SIGUSR1, count == 2 ? 250000 : 60000);
-    if (count == 2) timers[1] = start_timer(atomic_load(&worker_tid), SIGUSR2, 37000);
+    if (count == 2)
+        timers[1] = start_timer(atomic_load(&worker_tid), SIGUSR2, 37000);
     while (atomic_load(&handled) < target && now_s() - start < limit)
         usleep(2000);
     for (unsigned i = 0; i < count; i++)
@@ -448,8 +453,10 @@ static void check_stress(enum install how)
      * many times over. (valgrind delivers signals where its scheduler looks for them, not
      * at any instruction: there the run only has to be clean.) */
     CHECK(r.handled >= signals_per_variant / 2);
-    if (!RUNNING_ON_VALGRIND) CHECK(r.inside >= r.handled / 100 && r.inside >= 50);
-    if (how == INSTALL_NESTED) CHECK(r.nested >= 50 && r.deepest >= 2);
+    if (!RUNNING_ON_VALGRIND)
+        CHECK(r.inside >= r.handled / 100 && r.inside >= 50);
+    if (how == INSTALL_NESTED)
+        CHECK(r.nested >= 50 && r.deepest >= 2);
 }
 
 static void signals_interrupting_siginfo_handler(void)
@@ -511,7 +518,8 @@ static void sigaction_reports_what_the_program_installed(void)
     CHECK(mask_has(&now.sa_mask, SIGUSR2) && !mask_has(&now.sa_mask, SIGINT));
     /* What the kernel really holds: lfheap's wrapper when lfheap is there. */
     CHECK(__sigaction(SIGUSR1, NULL, &kernel) == 0);
-    if (lfh_signal_counters_get) CHECK(kernel.sa_handler != simple_handler);
+    if (lfh_signal_counters_get)
+        CHECK(kernel.sa_handler != simple_handler);
 
     act.sa_sigaction = simple_info_handler;
     act.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
@@ -653,10 +661,12 @@ static void doom_handler(int sig)
     }
     struct lfh_signal_counters c = counters();
     uint64_t inside = atomic_load(&kill_slow_only) ? c.in_slow_path : c.in_code + c.in_slow_path;
-    if (inside == atomic_load(&kill_baseline)) return;
+    if (inside == atomic_load(&kill_baseline))
+        return;
     /* The cache is hidden: this allocation goes to the heap. */
     void *p = malloc(200);
-    if (p) memset(p, 0x5a, 200);
+    if (p)
+        memset(p, 0x5a, 200);
     free(p);
     atomic_store(&left_handler, 1);
     if (jump_target) {
@@ -697,7 +707,8 @@ static void *doomed_main(void *arg)
             sigfillset(&all);
             pthread_sigmask(SIG_BLOCK, &all, NULL);
             for (unsigned i = 0; i < 64; i++) {
-                if (after[i].p && !intact(after[i].p, after[i].n, after[i].seed)) worker_error();
+                if (after[i].p && !intact(after[i].p, after[i].n, after[i].seed))
+                    worker_error();
                 free(after[i].p);
             }
             free_kept();
@@ -738,7 +749,8 @@ static void *bystander_main(void *arg)
         atomic_fetch_add_explicit(&worker_ops, 1, memory_order_relaxed);
     }
     for (unsigned i = 0; i < 64; i++) {
-        if (slots[i].p && !intact(slots[i].p, slots[i].n, slots[i].seed)) worker_error();
+        if (slots[i].p && !intact(slots[i].p, slots[i].n, slots[i].seed))
+            worker_error();
         free(slots[i].p);
     }
     return NULL;
@@ -764,10 +776,12 @@ static unsigned run_doomed(unsigned count, int slow_only, int survive)
         int done = 0;
         while (!done && now_s() - start < 2.0) {
             int err = pthread_kill(t, SIGUSR1);
-            if (err == ESRCH) break;
+            if (err == ESRCH)
+                break;
             /* Done once the thread is gone (pthread_tryjoin_np does not wait). */
             done = pthread_tryjoin_np(t, NULL) == 0;
-            if (!done) usleep(50);
+            if (!done)
+                usleep(50);
         }
         if (!done) {
             atomic_store(&doomed_stop, 1);
@@ -809,11 +823,11 @@ static void killed_threads_leave_the_process_working(void)
     /* Warm up, so that the RSS baseline includes the heap's working set. */
     run_doomed(threads_to_kill / 10 + 1, 0, 0);
     struct lfh_signal_counters before = counters();
-    long rss_before = rss_kib();
+    long rss_before = test_rss_kib();
     unsigned anywhere = run_doomed(threads_to_kill / 2, 0, 0);
     unsigned slow = run_doomed(threads_to_kill / 2, 1, 0);
     unsigned jumps = run_doomed(threads_to_kill / 10 + 1, 0, 1);
-    long rss_after = rss_kib();
+    long rss_after = test_rss_kib();
     struct lfh_signal_counters after = counters();
     atomic_store(&bystander_stop, 1);
     pthread_join(bystander, NULL);
@@ -922,8 +936,10 @@ static void contrast(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1) signals_per_variant = strtoull(argv[1], NULL, 10);
-    if (argc > 2) threads_to_kill = (unsigned)strtoul(argv[2], NULL, 10);
+    if (argc > 1)
+        signals_per_variant = strtoull(argv[1], NULL, 10);
+    if (argc > 2)
+        threads_to_kill = (unsigned)strtoul(argv[2], NULL, 10);
     setvbuf(stdout, NULL, _IOLBF, 0);
     altstack_size = 1 << 16;
     altstack =
@@ -937,7 +953,8 @@ int main(int argc, char **argv)
     const char *only = argc > 3 ? argv[3] : "";
 #define RUN_SELECTED(name)                                                                         \
     do {                                                                                           \
-        if (strstr(#name, only)) RUN(name);                                                        \
+        if (strstr(#name, only))                                                                   \
+            RUN(name);                                                                             \
     } while (0)
     RUN_SELECTED(sigaction_reports_what_the_program_installed);
     RUN_SELECTED(handlers_run_with_their_mask);

@@ -104,7 +104,8 @@ static void allocating_routines_are_counted_exactly(void)
     CHECK(ROUTINE(LFH_STATS_AMEMALIGN, request_bytes) == 15);
     CHECK(ROUTINE(LFH_STATS_CMEMALIGN, calls) == 1 &&
           ROUTINE(LFH_STATS_CMEMALIGN, zero_calls) == 1);
-    if (!debug) CHECK(ROUTINE(LFH_STATS_PVALLOC, alloc_bytes) == block_bytes(pv));
+    if (!debug)
+        CHECK(ROUTINE(LFH_STATS_PVALLOC, alloc_bytes) == block_bytes(pv));
     CHECK(ROUTINE(LFH_STATS_MALLOC, calls) == 0);
 
     /* frees: of live blocks, of NULL, of something that is not a block */
@@ -133,7 +134,8 @@ static void allocating_routines_are_counted_exactly(void)
 
 static void frees_of_unknown_pointers_count_as_invalid(void)
 {
-    if (debug) return; /* the debug build reports and aborts: tests/test_debug.c */
+    if (debug)
+        return; /* the debug build reports and aborts: tests/test_debug.c */
     int on_stack;
     char *p = lfh_malloc(64);
     REQUIRE(p);
@@ -173,7 +175,8 @@ static void resizing_routines_count_once(void)
     CHECK(ROUTINE(LFH_STATS_MALLOC, calls) == 0 && DELTA(free.calls) == 0);
     /* only q is live: what is in use grew by exactly its block */
     CHECK(DELTA(bytes_in_use) == (debug ? DELTA(bytes_in_use) : block_bytes(q)));
-    if (debug) CHECK(DELTA(request_in_use) == 1000);
+    if (debug)
+        CHECK(DELTA(request_in_use) == 1000);
     lfh_free(q);
 }
 
@@ -262,7 +265,8 @@ static int monotonic(const struct lfh_stats *a, const struct lfh_stats *b)
     const struct lfh_stats_os *oa[] = {&a->mmap, &a->munmap, &a->madvise, &a->mremap};
     const struct lfh_stats_os *ob[] = {&b->mmap, &b->munmap, &b->madvise, &b->mremap};
     for (int i = 0; i < 4; i++)
-        if (ob[i]->calls < oa[i]->calls || ob[i]->bytes < oa[i]->bytes) return 0;
+        if (ob[i]->calls < oa[i]->calls || ob[i]->bytes < oa[i]->bytes)
+            return 0;
     return b->superblocks_created >= a->superblocks_created &&
            b->large_allocated >= a->large_allocated && b->huge_allocated >= a->huge_allocated;
 }
@@ -320,14 +324,17 @@ static uint64_t stats_value(const char *text, const char *row, const char *label
     char key[64];
     snprintf(key, sizeof key, "\n  %s ", row);
     const char *line = strstr(text, key);
-    if (!line) return UINT64_MAX;
+    if (!line)
+        return UINT64_MAX;
     line += strlen(key);
     const char *end = strchr(line, '\n');
     const char *at = strstr(line, label);
-    if (!at || (end && at > end)) return UINT64_MAX;
+    if (!at || (end && at > end))
+        return UINT64_MAX;
     uint64_t value = 0;
     for (at += strlen(label); (*at >= '0' && *at <= '9') || *at == ','; at++)
-        if (*at != ',') value = value * 10 + (uint64_t)(*at - '0');
+        if (*at != ',')
+            value = value * 10 + (uint64_t)(*at - '0');
     return value;
 }
 
@@ -390,7 +397,8 @@ static void mallinfo2_and_mallopt(void)
 
 static void release_build_counts_nothing(void)
 {
-    if (counting) return;
+    if (counting)
+        return;
     snap(&before);
     lfh_free(lfh_malloc(10));
     snap(&after);

@@ -16,7 +16,8 @@
 static int all_bytes(const unsigned char *p, size_t from, size_t to, unsigned char value)
 {
     for (size_t i = from; i < to; i++)
-        if (p[i] != value) return 0;
+        if (p[i] != value)
+            return 0;
     return 1;
 }
 
@@ -296,7 +297,8 @@ static void model_check(const struct model *m)
     CHECK(lfh_malloc_zero_fill(m->p) == m->zero_fill);
     CHECK(lfh_malloc_usable_size(m->p) >= m->request);
     /* exact for tracked blocks and for every large block */
-    if (m->tracked || m->request > 32768) CHECK(lfh_malloc_size(m->p) == m->request);
+    if (m->tracked || m->request > 32768)
+        CHECK(lfh_malloc_size(m->p) == m->request);
     CHECK(all_bytes(m->p, 0, m->valid, m->fill));
 }
 
@@ -324,7 +326,8 @@ static void model_chains(void)
             case 0:
                 m->p = lfh_calloc(1, size);
                 *m = (struct model){m->p, size, 16, 0, 1, 1, 0};
-                if (m->p) CHECK(all_bytes(m->p, 0, size, 0));
+                if (m->p)
+                    CHECK(all_bytes(m->p, 0, size, 0));
                 break;
             case 1:
                 m->p = lfh_memalign(align, size);
@@ -333,7 +336,8 @@ static void model_chains(void)
             case 2:
                 m->p = cmemalign(align, 1, size);
                 *m = (struct model){m->p, size, align, 0, 1, 1, 0};
-                if (m->p) CHECK(all_bytes(m->p, 0, size, 0));
+                if (m->p)
+                    CHECK(all_bytes(m->p, 0, size, 0));
                 break;
             default:
                 m->p = lfh_malloc(size);
@@ -360,7 +364,8 @@ static void model_chains(void)
             m->p = q;
             m->valid = old < size ? old : size;
             m->request = size;
-            if (m->zero_fill && size > old) CHECK(all_bytes(q, old, size, 0));
+            if (m->zero_fill && size > old)
+                CHECK(all_bytes(q, old, size, 0));
         } else if (op <= 6) {
             size_t align = random_align();
             unsigned char *q = aligned_realloc(m->p, align, size ? size : 1);
@@ -371,7 +376,8 @@ static void model_chains(void)
             m->request = size;
             m->align = align;
             m->tracked = 1;
-            if (m->zero_fill && size > old) CHECK(all_bytes(q, old, size, 0));
+            if (m->zero_fill && size > old)
+                CHECK(all_bytes(q, old, size, 0));
         } else if (op == 7) {
             unsigned char *q = resize(m->p, size ? size : 1);
             REQUIRE(q);

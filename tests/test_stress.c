@@ -73,17 +73,21 @@ static void fill(unsigned char *block, size_t size, uint64_t tag, uint32_t align
     }
     for (size_t i = sizeof(struct header); i < size; i += pattern_step(size))
         block[i] = pattern_byte(tag, i);
-    if (size > sizeof(struct header)) block[size - 1] = pattern_byte(tag, size - 1);
+    if (size > sizeof(struct header))
+        block[size - 1] = pattern_byte(tag, size - 1);
 }
 
 static int verify(const unsigned char *block)
 {
     struct header h;
     memcpy(&h, block, sizeof h);
-    if (h.size < sizeof(struct header) || T_MALLOC_USABLE_SIZE((void *)block) < h.size) return 0;
-    if ((uintptr_t)block % h.align != 0) return 0;
+    if (h.size < sizeof(struct header) || T_MALLOC_USABLE_SIZE((void *)block) < h.size)
+        return 0;
+    if ((uintptr_t)block % h.align != 0)
+        return 0;
     for (size_t i = sizeof(struct header); i < h.size; i += pattern_step(h.size))
-        if (block[i] != pattern_byte(h.tag, i)) return 0;
+        if (block[i] != pattern_byte(h.tag, i))
+            return 0;
     return h.size == sizeof(struct header) || block[h.size - 1] == pattern_byte(h.tag, h.size - 1);
 }
 
@@ -92,12 +96,14 @@ static void *worker(void *arg)
     uint64_t rng = 0x9e3779b97f4a7c15ull * ((uintptr_t)arg + 1);
     for (long op = 0; op < ops_per_thread; op++) {
         size_t size = random_size(&rng);
-        if (size < sizeof(struct header)) size = sizeof(struct header);
+        if (size < sizeof(struct header))
+            size = sizeof(struct header);
         uint64_t tag = next_random(&rng);
         unsigned kind = (unsigned)(next_random(&rng) % 16);
         uint32_t align = kind == 1 ? 16u << (next_random(&rng) % 9) : 16;
-        unsigned char *block = kind == 0 ? T_CALLOC(1, size) : kind == 1 ? T_MEMALIGN(align, size)
-                                                                           : T_MALLOC(size);
+        unsigned char *block = kind == 0   ? T_CALLOC(1, size)
+                               : kind == 1 ? T_MEMALIGN(align, size)
+                                           : T_MALLOC(size);
         if (!block) {
             atomic_fetch_add(&corrupt_blocks, 1);
             continue;
@@ -112,8 +118,10 @@ static void *worker(void *arg)
         atomic_fetch_add(&live_blocks, 1);
         unsigned slot = (unsigned)(next_random(&rng) % SLOTS);
         unsigned char *old = atomic_exchange(&slots[slot], block);
-        if (!old) continue;
-        if (!verify(old)) atomic_fetch_add(&corrupt_blocks, 1);
+        if (!old)
+            continue;
+        if (!verify(old))
+            atomic_fetch_add(&corrupt_blocks, 1);
         if (next_random(&rng) % 8 == 0) {
             /* resize someone else's block: contents up to the smaller size survive */
             struct header h;
@@ -131,7 +139,8 @@ static void *worker(void *arg)
                     break;
                 }
             /* sticky properties (llheap): the alignment stays, grown zero-fill bytes are 0 */
-            if ((uintptr_t)moved % h.align != 0) atomic_fetch_add(&corrupt_blocks, 1);
+            if ((uintptr_t)moved % h.align != 0)
+                atomic_fetch_add(&corrupt_blocks, 1);
             if (h.zero_fill)
                 for (size_t i = h.size; i < new_size; i += pattern_step(new_size))
                     if (moved[i] != 0) {
@@ -149,7 +158,8 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     int threads = argc > 1 ? atoi(argv[1]) : 8;
-    if (argc > 2) ops_per_thread = atol(argv[2]);
+    if (argc > 2)
+        ops_per_thread = atol(argv[2]);
     pthread_t t[256];
     REQUIRE(threads > 0 && threads <= 256);
     for (intptr_t i = 0; i < threads; i++)
@@ -159,7 +169,8 @@ int main(int argc, char **argv)
     long in_slots = 0;
     for (int i = 0; i < SLOTS; i++) {
         unsigned char *b = atomic_exchange(&slots[i], NULL);
-        if (!b) continue;
+        if (!b)
+            continue;
         in_slots++;
         CHECK(verify(b));
         T_FREE(b);

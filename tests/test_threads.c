@@ -13,17 +13,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, resident = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-        fclose(f);
-    }
-    return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static _Atomic(uint64_t *) handover;
 static _Atomic long bad_handovers;
 
@@ -43,7 +32,8 @@ static void *short_lived(void *arg)
     mine[7] = ~id;
     uint64_t *prev = atomic_exchange(&handover, mine);
     if (prev) {
-        if (prev[0] + 1 != id || prev[7] != ~prev[0]) atomic_fetch_add(&bad_handovers, 1);
+        if (prev[0] + 1 != id || prev[7] != ~prev[0])
+            atomic_fetch_add(&bad_handovers, 1);
         T_FREE(prev); /* freed by a thread other than its owner, which has exited */
     }
     for (int i = 1; i < 64; i += 2)
@@ -62,9 +52,10 @@ static void thread_churn_keeps_rss_flat(void)
         pthread_t t;
         REQUIRE(pthread_create(&t, NULL, short_lived, (void *)(uintptr_t)(i + 1)) == 0);
         pthread_join(t, NULL);
-        if (i + 1 == warmup) after_warmup = rss_kib();
+        if (i + 1 == warmup)
+            after_warmup = test_rss_kib();
     }
-    long end = rss_kib();
+    long end = test_rss_kib();
     T_FREE(atomic_exchange(&handover, NULL));
     CHECK(atomic_load(&bad_handovers) == 0);
     /* Without the hand-back each thread would keep ~1 MiB of superblocks. */
@@ -106,11 +97,13 @@ static int child_works(void)
     void *blocks[200];
     for (int i = 0; i < 200; i++) {
         blocks[i] = T_MALLOC((size_t)i * 170 + 1);
-        if (!blocks[i]) return 0;
+        if (!blocks[i])
+            return 0;
         memset(blocks[i], i, (size_t)i * 170 + 1);
     }
     void *large = T_MALLOC(3 << 20);
-    if (!large) return 0;
+    if (!large)
+        return 0;
     memset(large, 1, 3 << 20);
     pthread_t t;
     void *from_thread = NULL;
@@ -118,7 +111,8 @@ static int child_works(void)
         return 0;
     for (int i = 0; i < 200; i++) {
         unsigned char *b = blocks[i];
-        if (b[0] != (unsigned char)i || b[(size_t)i * 170] != (unsigned char)i) return 0;
+        if (b[0] != (unsigned char)i || b[(size_t)i * 170] != (unsigned char)i)
+            return 0;
         T_FREE(b);
     }
     T_FREE(large);
@@ -137,7 +131,8 @@ static void fork_from_busy_process(void)
         usleep(2000);
         pid_t pid = fork();
         REQUIRE(pid >= 0);
-        if (pid == 0) _exit(child_works() ? 0 : 1);
+        if (pid == 0)
+            _exit(child_works() ? 0 : 1);
         int status = 0;
         waitpid(pid, &status, 0);
         good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -190,7 +185,8 @@ static void exited_cache_is_adopted(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1) churn_threads = atoi(argv[1]);
+    if (argc > 1)
+        churn_threads = atoi(argv[1]);
 #ifndef TEST_PLAIN
     RUN(exited_cache_is_adopted);
 #endif

@@ -52,7 +52,8 @@ static void stamp(struct header *h, size_t size, uint64_t tag)
     h->tag = tag;
     if (size >= 2 * sizeof(struct header)) {
         memcpy((char *)h + size - 8, &tag, 8);
-        if (middle(size) >= sizeof(struct header)) memcpy((char *)h + middle(size), &tag, 8);
+        if (middle(size) >= sizeof(struct header))
+            memcpy((char *)h + middle(size), &tag, 8);
     }
 }
 
@@ -73,7 +74,8 @@ static int reads_zero(const char *p, size_t size)
     for (int i = 0; i < 3; i++) {
         const char *page = p + (size - 4 * KIB) / 2 * at[i];
         for (size_t j = 0; j < 4 * KIB; j++)
-            if (page[j]) return 0;
+            if (page[j])
+                return 0;
     }
     return 1;
 }
@@ -87,17 +89,20 @@ static void fill(struct fill *f)
     uint64_t tag = 0x5eed;
     while (left > 0) {
         for (size_t k = 0; k <= KINDS; k++) {
-            if (failed[k]) continue;
+            if (failed[k])
+                continue;
             size_t size = k == CALLOC_KIND ? CALLOC_SIZE : kinds[k];
             errno = 0;
             struct header *h = k == CALLOC_KIND ? calloc(1, size) : malloc(size);
             if (!h) {
-                if (errno != ENOMEM) f->bad_errno++;
+                if (errno != ENOMEM)
+                    f->bad_errno++;
                 failed[k] = 1;
                 left--;
                 continue;
             }
-            if (k == CALLOC_KIND && !reads_zero((char *)h, size)) f->corrupt++;
+            if (k == CALLOC_KIND && !reads_zero((char *)h, size))
+                f->corrupt++;
             stamp(h, size, tag++ * 0x9e3779b97f4a7c15u);
             h->next = f->blocks;
             f->blocks = h;
@@ -112,7 +117,8 @@ static void check_and_free(struct fill *f)
     while (f->blocks) {
         struct header *h = f->blocks;
         f->blocks = h->next;
-        if (!intact(h)) f->corrupt++;
+        if (!intact(h))
+            f->corrupt++;
         free(h);
     }
 }

@@ -19,9 +19,11 @@ static void sizeclass_series(void)
     for (unsigned c = 0; c < SIZECLASS_COUNT; c++) {
         size_t s = sizeclass_block_size[c];
         CHECK(s % 16 == 0);
-        if (c > 0) CHECK(s > sizeclass_block_size[c - 1]);
+        if (c > 0)
+            CHECK(s > sizeclass_block_size[c - 1]);
         /* four classes per doubling above 128 */
-        if (c >= 8 && c + 4 < SIZECLASS_COUNT) CHECK(sizeclass_block_size[c + 4] == 2 * s);
+        if (c >= 8 && c + 4 < SIZECLASS_COUNT)
+            CHECK(sizeclass_block_size[c + 4] == 2 * s);
     }
     CHECK(sizeclass_block_size[SIZECLASS_COUNT - 1] == SIZECLASS_MAX_SIZE);
     CHECK(sizeclass_block_size[sizeclass_of(16384)] == 16384);
@@ -33,8 +35,10 @@ static void sizeclass_lookup_is_smallest_fit(void)
         unsigned c = sizeclass_of(size);
         REQUIRE(c < SIZECLASS_COUNT);
         CHECK(sizeclass_block_size[c] >= size);
-        if (c > 0) CHECK(sizeclass_block_size[c - 1] < size);
-        if (size > 64) CHECK((double)sizeclass_block_size[c] <= 1.25 * (double)size);
+        if (c > 0)
+            CHECK(sizeclass_block_size[c - 1] < size);
+        if (size > 64)
+            CHECK((double)sizeclass_block_size[c] <= 1.25 * (double)size);
     }
 }
 
@@ -200,19 +204,22 @@ static void *mt_worker(void *arg)
             atomic_fetch_add(&mt_errors, 1);
         for (size_t i = 0; i < n; i++) {
             uint64_t *w = mine[i];
-            if (pagemap_lookup(w) != f.desc) atomic_fetch_add(&mt_errors, 1);
+            if (pagemap_lookup(w) != f.desc)
+                atomic_fetch_add(&mt_errors, 1);
             w[1] = id;
             w[2] = (uint64_t)(uintptr_t)w;
         }
         /* verify stamps survive while we hold them */
         for (size_t i = 0; i < n; i++) {
             uint64_t *w = mine[i];
-            if (w[1] != id || w[2] != (uint64_t)(uintptr_t)w) atomic_fetch_add(&mt_errors, 1);
+            if (w[1] != id || w[2] != (uint64_t)(uintptr_t)w)
+                atomic_fetch_add(&mt_errors, 1);
         }
         /* hand one block to a neighbour, take the one offered to us */
         void *gift = mine[--n];
         void *got = atomic_exchange(&mt.exchange[(id + 1) % MT_THREADS], gift);
-        if (got) mine[n++] = got;
+        if (got)
+            mine[n++] = got;
         /* give everything back in chains, the neighbour's block among them */
         give_list(mine, n);
     }
@@ -230,7 +237,8 @@ static void heap_concurrent_invariants(void)
     /* return the blocks still parked in the exchange slots */
     for (int i = 0; i < MT_THREADS; i++) {
         void *b = atomic_exchange(&mt.exchange[i], NULL);
-        if (b) give_list(&b, 1);
+        if (b)
+            give_list(&b, 1);
     }
     /* every superblock of the class is now EMPTY: a fill must find a fresh one */
     struct heap_fill f;
@@ -264,12 +272,14 @@ static void *empty_worker(void *arg)
         }
         size_t n = take_fill(&f, mine, 64);
         for (size_t i = 0; i < n; i++)
-            if (pagemap_lookup(mine[i]) != f.desc) atomic_fetch_add(&empty_errors, 1);
+            if (pagemap_lookup(mine[i]) != f.desc)
+                atomic_fetch_add(&empty_errors, 1);
         /* keep one block, give the rest back: the superblock becomes PARTIAL and goes
          * on a stack; the kept block goes to a neighbour, whose give-back empties it */
         give_list(mine, n - 1);
         void *other = atomic_exchange(&empty_mailbox[(id + 1) % EMPTY_THREADS], mine[n - 1]);
-        if (other) give_list(&other, 1);
+        if (other)
+            give_list(&other, 1);
         /* recycle descriptors for large blocks meanwhile */
         bool zeroed;
         void *large = heap_large_alloc(40000, 16, &zeroed);
@@ -290,7 +300,8 @@ static void heap_empty_while_on_partial_stack(void)
         pthread_join(t[i], NULL);
     for (int i = 0; i < EMPTY_THREADS; i++) {
         void *b = atomic_exchange(&empty_mailbox[i], NULL);
-        if (b) give_list(&b, 1);
+        if (b)
+            give_list(&b, 1);
     }
     CHECK(atomic_load(&empty_errors) == 0);
     /* everything was given back: the next fill starts a fresh superblock */

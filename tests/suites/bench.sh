@@ -10,13 +10,11 @@
 #    one row per workload x threads x run, and skips an lfheap without malloc.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/suite.sh
 B=build/bench
 SHIM=$PWD/$B/libbench_corrupt.so
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1${2:+: $2}"; }
 
 # name and tiny arguments of every workload program
 PROGS=(

@@ -7,18 +7,8 @@
 # case, prefixed with the build it ran in.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/suite.sh
 
-run() {
-    local name=$1
-    shift
-    local out status
-    out=$("$@" 2>&1)
-    status=$?
-    printf '%s\n' "$out" | sed -e "s/^PASS /PASS $name:/" -e "s/^FAIL /FAIL $name:/"
-    if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL '; then
-        echo "FAIL $name (exit status $status)"
-    fi
-}
 
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}"
 run buddy build/t/test_buddy 400

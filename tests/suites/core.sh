@@ -4,48 +4,27 @@
 # Prints one PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/suite.sh
 lib=$PWD/build/liblfheap.so
 
-# run NAME COMMAND...: the command's own PASS/FAIL lines are passed through; a command
-# that prints none is judged by its exit status.
-run() {
-    local name=$1
-    shift
-    local out status
-    out=$("$@" 2>&1)
-    status=$?
-    if printf '%s\n' "$out" | grep -qE '^(PASS|FAIL) '; then
-        printf '%s\n' "$out" | sed -E "s/^(PASS|FAIL) /\1 $name: /"
-        if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL '; then
-            echo "FAIL $name (exit status $status)"
-        fi
-        printf '%s\n' "$out" | grep -vE '^(PASS|FAIL) ' | head -20
-    elif [ "$status" -eq 0 ]; then
-        echo "PASS $name"
-    else
-        printf '%s\n' "$out" | tail -20
-        echo "FAIL $name (exit status $status)"
-    fi
-}
 
-preload() { LD_PRELOAD=$lib "$@"; }
 
 run units build/t/test_units
 run api build/t/test_api
-run api-preloaded preload build/t-plain/test_api
+run api-preloaded env LD_PRELOAD="$lib" build/t-plain/test_api
 run api-asan build/t-asan/test_api
 run sticky build/t/test_sticky
 run sticky-asan build/t-asan/test_sticky
 run stress build/t/test_stress 8 40000
-run stress-preloaded preload build/t-plain/test_stress 8 40000
+run stress-preloaded env LD_PRELOAD="$lib" build/t-plain/test_stress 8 40000
 run stress-tsan build/t-tsan/test_stress 4 10000
 run stress-asan build/t-asan/test_stress 8 10000
 run units-tsan build/t-tsan/test_units
 run arena build/t/test_arena
 run arena-tsan build/t-tsan/test_arena
 run threads build/t/test_threads
-run threads-preloaded preload build/t-plain/test_threads
-run purge-preloaded preload build/t-plain/test_purge
+run threads-preloaded env LD_PRELOAD="$lib" build/t-plain/test_threads
+run purge-preloaded env LD_PRELOAD="$lib" build/t-plain/test_purge
 
 # Real programs: their output must match the output they give on glibc's allocator.
 tmp=$(mktemp -d)
@@ -67,7 +46,7 @@ run cc-preloaded bash -c "LD_PRELOAD=$lib cc -O2 -o $tmp/prog $tmp/prog.c; $tmp/
 run ulimit-v bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_api"
 # lfheap's code under valgrind's JIT (the "none" tool does not replace malloc, so the
 # program really runs on lfheap; memcheck would substitute its own allocator).
-run valgrind preload valgrind -q --tool=none build/t-plain/test_api
+run valgrind env LD_PRELOAD="$lib" valgrind -q --tool=none build/t-plain/test_api
 # llheap's queries are exported by their own names, its generic names (resize, aalloc...)
 # only with the lfh_ prefix: a preloaded library must not capture other libraries' symbols.
 exported=$(nm -D --defined-only "$lib" | awk '{print $3}')

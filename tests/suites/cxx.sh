@@ -6,24 +6,10 @@
 # every reference to one weak. Prints one PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/suite.sh
 lib=$PWD/build/liblfheap.so
 
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1${2:+: $2}"; }
 
-# run NAME COMMAND...: the program's PASS/FAIL lines, prefixed with NAME; a program that
-# fails without saying which check failed is a FAIL too.
-run() {
-    local name=$1 out status
-    shift
-    out=$(timeout 300 "$@" 2>&1)
-    status=$?
-    printf '%s\n' "$out" | grep -E '^(PASS|FAIL) ' | sed -E "s/^(PASS|FAIL) /\1 $name: /"
-    printf '%s\n' "$out" | grep -vE '^(PASS|FAIL) ' | head -20
-    if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL '; then
-        fail "$name" "exit status $status"
-    fi
-}
 
 run cxx build/t-cxx/test_cxx
 run cxx-static build/t-cxx/test_cxx_static

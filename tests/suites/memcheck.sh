@@ -8,6 +8,7 @@
 # errors must each be reported, in blocks that lfheap's own code handed out.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/suite.sh
 lib=$PWD/build/liblfheap.so
 vg=(valgrind --tool=memcheck -q --soname-synonyms=somalloc=nouse --error-exitcode=99
     --leak-check=full --errors-for-leak-kinds=definite)

@@ -5,28 +5,9 @@
 # Prints one PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/suite.sh
 lib=$PWD/build/liblfheap.so
 
-# run NAME COMMAND...: the command's output is passed through, with NAME in front of its
-# PASS/FAIL lines; a command that prints none is judged by its exit status.
-run() {
-    local name=$1
-    shift
-    local out status
-    out=$("$@" 2>&1)
-    status=$?
-    if printf '%s\n' "$out" | grep -qE '^(PASS|FAIL) '; then
-        printf '%s\n' "$out" | sed -E "s/^(PASS|FAIL) /\1 $name: /"
-        if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL '; then
-            echo "FAIL $name (exit status $status)"
-        fi
-    elif [ "$status" -eq 0 ]; then
-        echo "PASS $name"
-    else
-        printf '%s\n' "$out" | tail -20
-        echo "FAIL $name (exit status $status)"
-    fi
-}
 
 run oom build/t-fault/test_oom
 run oom-ulimit bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_ulimit"

@@ -8,19 +8,9 @@
 # million signals per variant and hundreds of killed threads: about ten minutes.
 set -u
 cd "$(dirname "$0")/../.."
+. tests/suite.sh
 lib=$PWD/build/liblfheap.so
 
-run() {
-    local name=$1
-    shift
-    local out status
-    out=$("$@" 2>&1)
-    status=$?
-    printf '%s\n' "$out" | sed -E "s/^(PASS|FAIL) /\1 $name: /"
-    if [ "$status" -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^FAIL '; then
-        echo "FAIL $name (exit status $status)"
-    fi
-}
 
 # The signal wrapper tells lfheap's code by its address range: no release object may
 # keep code outside the section lfheap_text.
