@@ -172,14 +172,50 @@ static uint32_t dirty_take_all(unsigned order)
 
 /* Decommits a chunk and returns it to its buddy. False if the kernel would not decommit
  * it: then it must stay dirty (the buddy promises zeros) and waits for the next purge. */
-static bool chunk_release(uint32_t id, size_t chunk)
+/* Chunks purge_order releases with one madvise per run of adjacent ones. */
+#define PURGE_BATCH 64
+
+/* Sorts a batch by address: an insertion sort, as the batch is small and libc's qsort
+ * may allocate (DESIGN.md, property 6: lfheap never allocates through libc). */
+static void sort_addresses(uintptr_t *addr, unsigned count)
 {
-    struct arena *a = id_arena(id);
-    void *p = a->base + id_page(id) * ARENA_MIN_CHUNK;
-    if (!os_decommit(p, chunk))
-        return false;
-    buddy_free(a->buddy, p);
-    return true;
+    for (unsigned i = 1; i < count; i++) {
+        uintptr_t x = addr[i];
+        unsigned j = i;
+        for (; j > 0 && addr[j - 1] > x; j--)
+            addr[j] = addr[j - 1];
+        addr[j] = x;
+    }
+}
+
+/* Decommits `count` chunks of `chunk` bytes (their ids in `ids`), sorted by address so
+ * that adjacent ones go in one system call, and releases them to their buddies; a chunk
+ * whose decommit the kernel refused stays dirty: it is put back on its stack. Returns how
+ * many were released. */
+static size_t purge_batch(unsigned order, uint32_t *ids, unsigned count, size_t chunk)
+{
+    uintptr_t addr[PURGE_BATCH];
+    for (unsigned i = 0; i < count; i++)
+        addr[i] = (uintptr_t)id_chunk(ids[i]);
+    sort_addresses(addr, count);
+    size_t released = 0;
+    for (unsigned first = 0, end; first < count; first = end) {
+        for (end = first + 1; end < count && addr[end] == addr[end - 1] + chunk; end++)
+            ;
+        bool clean = os_decommit((void *)addr[first], (end - first) * chunk);
+        for (unsigned i = first; i < end; i++) {
+            unsigned index = arena_index_of((void *)addr[i]);
+            struct arena *a = arena_at(index);
+            if (clean) {
+                buddy_free(a->buddy, (void *)addr[i]);
+                released++;
+            } else {
+                uint32_t id = chunk_id(index, a, (void *)addr[i]);
+                dirty_push_chain(order, id, id);
+            }
+        }
+    }
+    return released;
 }
 
 /* Releases the chunks of one stack that waited at least `delay` ms (all if force). */
@@ -188,6 +224,8 @@ static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool for
     size_t chunk = ARENA_MIN_CHUNK << order;
     size_t released = 0;
     uint32_t keep_first = CHUNK_NONE, keep_last = CHUNK_NONE;
+    uint32_t batch[PURGE_BATCH];
+    unsigned batched = 0;
     uint32_t id = dirty_take_all(order);
     while (id != CHUNK_NONE) {
         LFH_PARK(ARENA_PURGE_TAKEN);
@@ -196,8 +234,12 @@ static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool for
         /* Relaxed: the chain is ours since the acquire CAS that took it. */
         uint32_t next = atomic_load_explicit(&a->next[page], memory_order_relaxed);
         uint32_t freed = atomic_load_explicit(&a->freed_ms[page], memory_order_relaxed);
-        if ((force || now - freed >= delay) && chunk_release(id, chunk)) {
-            released++;
+        if (force || now - freed >= delay) {
+            batch[batched++] = id;
+            if (batched == PURGE_BATCH) {
+                released += purge_batch(order, batch, batched, chunk);
+                batched = 0;
+            }
         } else {
             atomic_store_explicit(&a->next[page], keep_first, memory_order_relaxed);
             if (keep_first == CHUNK_NONE)
@@ -206,6 +248,7 @@ static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool for
         }
         id = next;
     }
+    released += purge_batch(order, batch, batched, chunk);
     if (keep_first != CHUNK_NONE)
         dirty_push_chain(order, keep_first, keep_last);
     return released;
