@@ -479,14 +479,20 @@ static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_
     return 0;
 }
 
-size_t buddy_metadata_size(size_t size, size_t min_chunk, unsigned flags)
+size_t buddy_metadata_size(size_t size, size_t min_chunk, size_t max_chunk, unsigned flags)
 {
+    if (!max_chunk) max_chunk = size;
     unsigned depth = (unsigned)__builtin_ctzll(size) - (unsigned)__builtin_ctzll(min_chunk);
+    unsigned base_level = (unsigned)__builtin_ctzll(size) - (unsigned)__builtin_ctzll(max_chunk);
     size_t bytes = (sizeof(struct buddy) + 63) & ~(size_t)63;
     if (flags & BUDDY_PACKED) {
-        /* With max_chunk = size (the most words); a smaller max_chunk needs fewer. */
+        /* The bunch roots sit at base_level, base_level + 4, ...: the same loop as in
+         * buddy_create. The count depends on max_chunk, not only on the depth: the last
+         * bunch level is the deepest one congruent to base_level mod 4, so a smaller
+         * max_chunk can need up to eight times the words of max_chunk = size (depth 10:
+         * 1092 words with base_level 2, 273 with base_level 0). */
         size_t words = 0;
-        for (unsigned r = 0; r <= depth; r += 4)
+        for (unsigned r = base_level; r <= depth; r += 4)
             words += (size_t)1 << r;
         bytes += words * sizeof(uint64_t);
     } else {
@@ -518,7 +524,7 @@ struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t m
     unsigned depth = size_shift - min_shift;
     unsigned base_level = size_shift - (unsigned)__builtin_ctzll(max_chunk);
 
-    size_t meta_size = buddy_metadata_size(size, min_chunk, flags);
+    size_t meta_size = buddy_metadata_size(size, min_chunk, max_chunk, flags);
     char *meta = os_map(meta_size, OS_PAGE_SIZE);
     if (!meta) {
         errno = ENOMEM;

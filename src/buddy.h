@@ -72,8 +72,9 @@ struct buddy {
     size_t bunch_offset[BUDDY_MAX_BUNCH_LEVELS]; /* packed: first word of each */
 };
 
-/* Metadata bytes an instance needs besides its region (for sizing arenas). */
-size_t buddy_metadata_size(size_t size, size_t min_chunk, unsigned flags);
+/* Metadata bytes an instance with these arguments (as for buddy_create, max_chunk 0 for
+ * `size`) needs besides its region (for sizing arenas). */
+size_t buddy_metadata_size(size_t size, size_t min_chunk, size_t max_chunk, unsigned flags);
 
 /* Creates an instance over `region` (aligned to at least min_chunk and OS_PAGE_SIZE), or
  * over a fresh region aligned to `size` that it reserves with os_map when region is
