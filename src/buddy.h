@@ -64,7 +64,7 @@ struct buddy {
     unsigned flags;          /* BUDDY_* */
     bool owns_region;        /* reserved by buddy_create: unmapped by destroy */
     uint64_t serial;         /* unique per instance: tags the per-thread hints */
-    _Atomic uint8_t *tree;   /* 1-level: node n at tree[n], n = 1 .. 2^(depth+1)-1 */
+    _Atomic uint32_t *tree;  /* 1-level: node n at tree[n], n = 1 .. 2^(depth+1)-1 */
     _Atomic uint64_t *words; /* packed: one word per bunch */
     _Atomic uint8_t *index;  /* per leaf: 1 + level of the chunk starting there */
     size_t meta_size;        /* bytes of the metadata mapping (this struct first) */

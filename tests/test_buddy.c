@@ -91,11 +91,11 @@ static void test_create_arguments(void)
         CHECK(!buddy_create(NULL, (size_t)1 << 40, 64, 0, f) && errno == EINVAL);
 
         /* A reserved region is aligned to its size; a 1 GiB arena with 4 KiB chunks has
-         * small metadata (the heap's intended use). */
+         * small metadata (the heap's intended use; 2.3 MiB with 4-byte 1-level nodes). */
         struct buddy *b = buddy_create(NULL, (size_t)1 << 30, 4096, 0, f);
         REQUIRE(b);
         CHECK(((uintptr_t)buddy_base(b) & (((size_t)1 << 30) - 1)) == 0);
-        CHECK(b->meta_size <= (size_t)2 << 20);
+        CHECK(b->meta_size <= (size_t)3 << 20);
         void *p = buddy_alloc(b, (size_t)1 << 30);
         CHECK(p == buddy_base(b));
         CHECK(!buddy_alloc(b, 4096));
