@@ -20,3 +20,7 @@ $(BUILD)/t/test_buddy_chaos $(BUILD)/t-tsan/test_buddy_chaos: tests/test_buddy.c
                                                               src/buddy.h include/lfheap_buddy.h
 $(BUILD)/t/test_buddy $(BUILD)/t-tsan/test_buddy $(BUILD)/t-asan/test_buddy: src/buddy.h \
     include/lfheap_buddy.h
+
+# The schedule explorer compiles src/buddy.c into itself (coroutines: plain build only).
+TEST_BINS += $(BUILD)/t/test_buddy_sched
+$(BUILD)/t/test_buddy_sched: src/buddy.c src/buddy.h include/lfheap_buddy.h

@@ -12,24 +12,27 @@
  * coalescing, stopping early where the buddy stays allocated, clears the node, and
  * climbs again clearing the bits it marked, so that buddies merge without any lock.
  *
- * Two layouts, chosen per instance. 1-level: one byte per node, the algorithms line by
- * line. Packed (§3.6.2): levels are grouped four at a time into "bunches"; a bunch (a
- * node and its descendants three levels down) is one 64-bit word holding only the five
- * bits of each of its eight bottom nodes ("slots"). The state of an inner node of a
- * bunch is derived from its slots: occupied-on-a-side = any occupancy bit in that side's
- * slots, coalescing = any coalescing bit there, and a node is allocated by setting all
- * its slots to BUSY. One RMW then updates four levels; the climbs step from a bunch root
- * to the slot above it, a bottom node of the next bunch up.
+ * Two layouts, chosen per instance. 1-level: one 32-bit word per node, the five status
+ * bits and a version (below), the algorithms line by line. Packed (§3.6.2): levels are
+ * grouped four at a time into "bunches"; a bunch (a node and its descendants three
+ * levels down) is one 64-bit word holding only the five bits of each of its eight
+ * bottom nodes ("slots"), and a version in its top 24 bits. The state of an inner node
+ * of a bunch is derived from its slots: occupied-on-a-side = any occupancy bit in that
+ * side's slots, coalescing = any coalescing bit there, and a node is allocated by setting
+ * all its slots to BUSY. One RMW then updates four levels; the climbs step from a bunch
+ * root to the slot above it, a bottom node of the next bunch up.
  *
  * Relies on: os_map/os_unmap for the metadata (and the region when it reserves one);
- * C11 atomics with CAS on bytes and 64-bit words (lock-free on x86-64 and aarch64).
+ * C11 atomics with CAS on 32- and 64-bit words (lock-free on x86-64 and aarch64).
  *
  * Invariants.
  * - A node is a live chunk iff its OCC bit is set and index[] holds its level at its
  *   first leaf; every ancestor up to base_level then has the occupancy bit of its side.
- * - A coalescing bit is only ever set on a side whose occupancy bit is set (releases
- *   mark only their own path, which their allocation marked); so a node reads 0 iff no
- *   allocation or release involves its subtree, and IS_FREE(v) is v == 0.
+ * - A coalescing bit is only ever set on a side whose occupancy bit is set (F12 checks
+ *   it in the same CAS), never on an allocated node; so a node's status bits read 0 iff
+ *   no allocation or release involves its subtree, and IS_FREE(v) is "status bits 0".
+ * - The version of a node (of a bunch word) changes with every allocation that marks it
+ *   from below (T15), and only counts up.
  * - Every retry loop retries only after a CAS failed, that is after another thread
  *   changed the same word: lock-free (NBBS §4.1). The outer retry of an allocation
  *   (A15) happens only after a release completed.
@@ -37,7 +40,8 @@
  *   write of a node (F20) is a release store, so the previous owner's accesses to a chunk
  *   happen before the next owner's (NBBS §3.5 asks for barriers at A10 and F20; the
  *   seeds' README notes they must be release/acquire on weakly ordered machines).
- *   Plain loads of nodes are relaxed: a CAS re-validates every value they return.
+ *   Plain loads of nodes are relaxed where a CAS re-validates the value they return;
+ *   UNMARK's loads are acquire (the child must be read after the node).
  *
  * Deviations from the printed listings (slips in the paper, see docs/BUDDY.md):
  * A6 scans level `level`, nodes 2^level .. 2^(level+1)-1 (the listing says level-1);
@@ -45,6 +49,25 @@
  * of the child's side (the listing says MARK, the occupancy bit, which would make UNMARK
  * never coalesce); index[] keeps 1 + the level of the chunk (one byte) instead of the
  * node index, from which the node is recomputed in O(1).
+ *
+ * Two races in the paper's release path, found with tests/test_buddy_sched.c in both
+ * layouts (docs/BUDDY.md tells them step by step), and what this file does instead:
+ * - A failed TRYALLOC undoes its marks with FREENODE bounded by the last node it marked
+ *   (T11). A buddy's release may have stopped its first climb at F15 because of those
+ *   very marks (buddy occupied, not coalescing), counting on the buddy's release to
+ *   carry the coalescing up to base_level; the bounded undo stops short, and bits stay
+ *   set above for good. Here the undo climbs like a release, to base_level, and F9-F14
+ *   mark a node only if it is not taken and our side is still occupied, stopping the
+ *   climb otherwise: the undo stops below the taken node that failed it.
+ * - An UNMARK that stalls between two levels resumes with a stale view of the child it
+ *   cleared: an allocation may have entered the child since and marked this node (T13
+ *   clears the coalescing bit), and a release from the child may have set the bit
+ *   again (ABA). The UNMARK then clears the side (U11): if the allocation is still
+ *   live, the side reads free and its memory can be handed out a second time; if it is
+ *   being released, that release finds its bit gone and stops at U9, leaving the bits
+ *   it marked above. Here UNMARK reads the child after the node and stops if it is
+ *   occupied, and T15 gives the node a new version, so the CAS fails if an allocation
+ *   marked the node between the two reads.
  */
 #include "buddy.h"
 
@@ -81,6 +104,9 @@
 #define SLOT_REP  ((uint64_t)0x0842108421)
 #define BUSY_REP  ((uint64_t)BUSY * SLOT_REP)
 #define COAL_REP  ((uint64_t)COAL_BOTH * SLOT_REP)
+/* Bits 40-63 of a bunch word: its version, incremented by every allocation that marks
+ * one of its slots from below (T15); see UNMARK. */
+#define WORD_VERSION1 ((uint64_t)1 << (8 * SLOT_BITS))
 
 /* Alg. 1, on the 5-bit value of a node (or slot) and the index of the child we come from:
  * the left child is even, the right child odd, and "LEFT >> 1" is the matching RIGHT. */
@@ -151,44 +177,53 @@ static uint32_t *hints_for(const struct buddy *b)
 }
 
 /* ---------------------------------------------------------------------------------- */
-/* 1-level layout: NBBS Alg. 3-5 on one byte per node. */
+/* 1-level layout: NBBS Alg. 3-5 on one 32-bit word per node: the five status bits, and
+ * above them a version that every allocation marking the node (T15) increments. */
 
-static void flat_freenode(struct buddy *b, uint64_t n, unsigned level, unsigned upper);
+#define NODE_STATUS   0x1fu
+#define NODE_VERSION1 0x20u
+
+static void flat_freenode(struct buddy *b, uint64_t n, unsigned level);
 
 static inline bool flat_is_free(const struct buddy *b, uint64_t n)
 {
     /* relaxed: a hint for the scan (A7); TRYALLOC's CAS re-checks the value. */
-    return atomic_load_explicit(&b->tree[n], memory_order_relaxed) == 0;
+    return !(atomic_load_explicit(&b->tree[n], memory_order_relaxed) & NODE_STATUS);
 }
 
 /* TRYALLOC (Alg. 3): 0 on success, else the node that made it fail. */
 static uint64_t flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
 {
-    uint8_t expected = 0;
-    /* T2. acq_rel: acquire pairs with the previous owner's release of this node (F20) or
-     * of an ancestor (U11), so its accesses to the chunk happen before ours; release
-     * publishes the occupancy to the allocations that will test it. */
-    if (!atomic_compare_exchange_strong_explicit(&b->tree[n], &expected, (uint8_t)BUSY,
-                                                 memory_order_acq_rel, memory_order_relaxed))
-        return n;
+    /* T2 as a CAS loop that keeps the version. relaxed load: the CAS validates it. */
+    uint32_t val = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
+    do {
+        if (val & NODE_STATUS) return n;
+        /* acq_rel: acquire pairs with the previous owner's release of this node (F20) or
+         * of an ancestor (U11), so its accesses to the chunk happen before ours; release
+         * publishes the occupancy to the allocations that will test it. A failure means
+         * another thread changed the node: retry with its value (lock-free). */
+    } while (!atomic_compare_exchange_weak_explicit(&b->tree[n], &val, val | BUSY,
+                                                    memory_order_acq_rel, memory_order_relaxed));
     uint64_t current = n;
     for (unsigned l = level; l > b->base_level; l--) { /* T5: l is the level of child */
         uint64_t child = current;
         current >>= 1;
         BUDDY_CHAOS();
         /* T9. relaxed: the CAS below validates it. */
-        uint8_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
-        uint8_t new_val;
+        val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
+        uint32_t new_val;
         do {
-            if (val & OCC) { /* T10-T12: an ancestor is taken; undo our marks. */
-                flat_freenode(b, n, level, l);
+            if (val & OCC) {                /* T10-T12: an ancestor is taken; undo our marks. */
+                flat_freenode(b, n, level); /* T11 without upper bound: see FREENODE */
                 return current;
             }
-            new_val = (uint8_t)((val & ~side_coal(child)) | side_occ(child)); /* T13-T14 */
+            /* T13-T14, and a new version: see UNMARK. */
+            new_val = ((val & ~side_coal(child)) | side_occ(child)) + NODE_VERSION1;
             BUDDY_CHAOS();
             /* T15. acq_rel: acquire orders us after the release that last cleared this
              * ancestor (U11) when we end up taking memory it merged; release publishes
-             * our side's occupancy. A failure means another thread changed this node:
+             * our side's occupancy (and our mark of the child below, which UNMARK reads
+             * after this node). A failure means another thread changed this node:
              * retry with its value (lock-free). */
         } while (!atomic_compare_exchange_weak_explicit(
             &b->tree[current], &val, new_val, memory_order_acq_rel, memory_order_relaxed));
@@ -196,57 +231,84 @@ static uint64_t flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
     return 0; /* T16 */
 }
 
-/* UNMARK (Alg. 5): clears the bits FREENODE marked, from parent(n) up, while the side
- * is still coalescing and the buddy is free. */
-static void flat_unmark(struct buddy *b, uint64_t n, unsigned level, unsigned upper)
+/* UNMARK (Alg. 5): from parent(n) up, clears our side's occupancy and coalescing bits
+ * while the buddy side is empty. Returns where an allocation has taken the side since:
+ * the side is no longer coalescing (U8-U9), or the child we come from is occupied again
+ * (see the top of the file for why the child is read and the version kept). */
+static void flat_unmark(struct buddy *b, uint64_t n, unsigned level)
 {
     uint64_t current = n, child;
-    uint8_t new_val;
+    uint32_t new_val;
     do {
         level--;         /* current's level after the step */
         child = current; /* U4-U5 */
         current >>= 1;
         BUDDY_CHAOS();
-        /* U7. relaxed: the CAS below validates it. */
-        uint8_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
-        do {
+        /* U7. acquire: if T15 of an allocation below wrote this value (or a value after
+         * it), that allocation's mark of the child is visible to the read of the child
+         * below. The CAS validates the value. */
+        uint32_t val = atomic_load_explicit(&b->tree[current], memory_order_acquire);
+        for (;;) {
             if (!(val & side_coal(child))) /* U8-U9: an allocation took this side */
                 return;
-            new_val = (uint8_t)(val & ~(side_occ(child) | side_coal(child))); /* U10 */
+            BUDDY_CHAOS();
+            /* U8 for the child: read after this node, so an allocation that has entered
+             * the child either shows here or marks this node later, which changes its
+             * version and fails the CAS. acquire: see U7. */
+            if (atomic_load_explicit(&b->tree[child], memory_order_acquire) & NODE_STATUS) return;
+            new_val = val & ~(side_occ(child) | side_coal(child)); /* U10 */
             BUDDY_CHAOS();
             /* U11. acq_rel: release makes the chunks merged here (and their previous
              * owners' accesses, acquired through F20 and lower U11s) visible to the
              * allocation that takes this node; failure means another thread changed the
-             * node: retry (lock-free). */
-        } while (!atomic_compare_exchange_weak_explicit(
-            &b->tree[current], &val, new_val, memory_order_acq_rel, memory_order_relaxed));
-    } while (level > upper && !is_occ_buddy(new_val, child)); /* U12-U13 */
+             * node: retry (lock-free) with the value it returns, read with acquire as
+             * at U7 since the child is read again after it. */
+            if (atomic_compare_exchange_weak_explicit(&b->tree[current], &val, new_val,
+                                                      memory_order_acq_rel, memory_order_acquire))
+                break;
+        }
+    } while (level > b->base_level && !is_occ_buddy(new_val, child)); /* U12-U13 */
 }
 
-/* FREENODE (Alg. 4): releases node n, climbing no higher than level `upper`. */
-static void flat_freenode(struct buddy *b, uint64_t n, unsigned level, unsigned upper)
+/* FREENODE (Alg. 4): releases node n, from NBFREE or from a failed TRYALLOC. Both climb
+ * to base_level: the undo of a failed allocation is the release its buddies count on
+ * (see the top of the file). F9-F14 set our side's coalescing bit only where the side is
+ * still occupied and the node is not allocated, and stop the climb otherwise: so a
+ * coalescing bit always sits next to its side's occupancy bit (never in a free node or
+ * an allocated one), and an undo never climbs past the taken node that failed it. */
+static void flat_freenode(struct buddy *b, uint64_t n, unsigned level)
 {
-    uint64_t current = n >> 1, child = n;      /* F6-F7 */
-    for (unsigned l = level; l > upper; l--) { /* F8: l is child's level */
+    uint64_t current = n >> 1, child = n;              /* F6-F7 */
+    for (unsigned l = level; l > b->base_level; l--) { /* F8: l is child's level */
         BUDDY_CHAOS();
-        /* F9-F14: the VCAS loop that ORs our side's coalescing bit is a fetch-or.
-         * acq_rel: acquire sees the buddy's bits as of now for F15; release orders our
-         * accesses to the chunk before the coalescing mark that lets the buddy's
-         * release climb past this node and free the parent. */
-        uint8_t old_val = atomic_fetch_or_explicit(&b->tree[current], (uint8_t)side_coal(child),
-                                                   memory_order_acq_rel);
-        if (is_occ_buddy(old_val, child) && !is_coal_buddy(old_val, child)) /* F15-F17 */
+        /* F11. relaxed: the CAS validates it; if we stop on it, we write nothing. */
+        uint32_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
+        bool marked;
+        do {
+            marked = !(val & OCC) && (val & side_occ(child));
+            if (!marked) break;
+            /* F12-F14. acq_rel: acquire sees the buddy's bits as of now for F15; release
+             * orders our accesses to the chunk before the coalescing mark that lets the
+             * buddy's release climb past this node and free the parent. A failure means
+             * another thread changed the node: retry with its value (lock-free). */
+        } while (
+            !atomic_compare_exchange_weak_explicit(&b->tree[current], &val, val | side_coal(child),
+                                                   memory_order_acq_rel, memory_order_relaxed));
+        if (!marked || (is_occ_buddy(val, child) && !is_coal_buddy(val, child))) /* F15-F17 */
             break;
         child = current; /* F18-F19 */
         current >>= 1;
     }
     BUDDY_CHAOS();
-    /* F20. release: we are the only writer of a live node; pairs with the acquire of the
-     * next T2 on it, so our accesses to the chunk happen before the next owner's. */
-    atomic_store_explicit(&b->tree[n], 0, memory_order_release);
-    if (level != upper) { /* F21-F22 */
+    /* F20, keeping the version. While n is taken nobody else writes it (T2, T15, F12 and
+     * U11 all refuse an OCC node), so a load and a store suffice. The store is a release:
+     * it pairs with the acquire of the next T2 on n, so our accesses to the chunk happen
+     * before the next owner's; the load is relaxed (our own node). */
+    uint32_t version = atomic_load_explicit(&b->tree[n], memory_order_relaxed) & ~NODE_STATUS;
+    atomic_store_explicit(&b->tree[n], version, memory_order_release);
+    if (level != b->base_level) { /* F21-F22 */
         BUDDY_CHAOS();
-        flat_unmark(b, n, level, upper);
+        flat_unmark(b, n, level);
     }
 }
 
@@ -324,15 +386,16 @@ static bool packed_buddy_blocks(uint64_t word, uint64_t m, unsigned level,
     return false;
 }
 
-static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level, unsigned upper);
+static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level,
+                          _Atomic uint64_t *child_word);
 
-/* FREENODE (Alg. 4) on the packed tree: n at `level`, no higher than bunch-root level
- * `upper`. */
-static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigned upper)
+/* FREENODE (Alg. 4) on the packed tree: n at `level`, from NBFREE or from a failed
+ * TRYALLOC; both climb to base_level, with the same guarded F9-F14 as the 1-level tree. */
+static void packed_freenode(struct buddy *b, uint64_t n, unsigned level)
 {
     struct position pos;
     packed_locate(b, n, level, &pos);
-    if (pos.root_level > upper) {
+    if (pos.root_level > b->base_level) {
         /* F9-F13 for the inner levels: mark our own slots coalescing, so that the derived
          * parent of n reads "coalescing on n's side" to a release of its buddy.
          * acq_rel: acquire sees the other slots' bits for the test below; release orders
@@ -343,14 +406,24 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigne
         if (!packed_buddy_blocks(word, n, level, &pos)) { /* F15 inside */
             uint64_t child = pos.root;
             unsigned child_level = pos.root_level;
-            while (child_level > upper) { /* F8 */
+            while (child_level > b->base_level) { /* F8 */
                 struct position up;
                 packed_locate_parent(b, child, child_level, &up);
                 uint64_t bit = (uint64_t)side_coal(child) << up.shift;
+                uint64_t taken = (uint64_t)OCC << up.shift;
+                uint64_t side = (uint64_t)side_occ(child) << up.shift;
                 BUDDY_CHAOS();
                 LFH_PARK(BUDDY_FREE_CLIMB);
-                /* F9-F14 as a fetch-or, as in the 1-level tree; same order and reason. */
-                uint64_t old = atomic_fetch_or_explicit(up.word, bit, memory_order_acq_rel);
+                /* F11. relaxed: the CAS validates it; if we stop on it, we write nothing. */
+                uint64_t old = atomic_load_explicit(up.word, memory_order_relaxed);
+                bool marked;
+                do {
+                    marked = !(old & taken) && (old & side);
+                    if (!marked) break;
+                    /* F12-F14: acq_rel and lock-free as in the 1-level tree. */
+                } while (!atomic_compare_exchange_weak_explicit(
+                    up.word, &old, old | bit, memory_order_acq_rel, memory_order_relaxed));
+                if (!marked) break;
                 unsigned val = (unsigned)(old >> up.shift) & SLOT_MASK;
                 if (is_occ_buddy(val, child) && !is_coal_buddy(val, child)) /* F15-F17 */
                     break;
@@ -371,38 +444,48 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level, unsigne
     word &= ~pos.mask;
     /* F21-F22, with U12-U13 for the inner levels: climb out of the bunch only if it has
      * become entirely free. */
-    if (pos.root_level > upper && !(word & BUSY_REP)) {
+    if (pos.root_level > b->base_level && !(word & BUSY_REP)) {
         BUDDY_CHAOS();
-        packed_unmark(b, pos.root, pos.root_level, upper);
+        packed_unmark(b, pos.root, pos.root_level, pos.word);
     }
 }
 
-/* UNMARK (Alg. 5) on the packed tree, from the slot above bunch root `child`. */
-static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level, unsigned upper)
+/* UNMARK (Alg. 5) on the packed tree, from the slot above bunch root `child`, whose
+ * bunch word is `child_word`; U8-U9 as in the 1-level tree (the child read is its whole
+ * bunch, and the version is the parent word's). */
+static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level,
+                          _Atomic uint64_t *child_word)
 {
     for (;;) {
         struct position up;
         packed_locate_parent(b, child, child_level, &up);
         uint64_t coal = (uint64_t)side_coal(child) << up.shift;
-        uint64_t clear = coal | ((uint64_t)side_occ(child) << up.shift);
+        uint64_t side = (uint64_t)side_occ(child) << up.shift;
         BUDDY_CHAOS();
-        /* U7. relaxed: the CAS below validates it. */
-        uint64_t word = atomic_load_explicit(up.word, memory_order_relaxed);
+        /* U7. acquire, as in the 1-level tree: for the read of the child's bunch. */
+        uint64_t word = atomic_load_explicit(up.word, memory_order_acquire);
         uint64_t new_word;
-        do {
+        for (;;) {
             if (!(word & coal)) /* U8-U9 */
                 return;
-            new_word = word & ~clear; /* U10 */
+            BUDDY_CHAOS();
+            /* U8 for the child's bunch, read after the parent word: as in the 1-level
+             * tree. acquire: see U7. */
+            if (atomic_load_explicit(child_word, memory_order_acquire) & BUSY_REP) return;
+            new_word = word & ~(coal | side); /* U10 */
             BUDDY_CHAOS();
             LFH_PARK(BUDDY_UNMARK);
             /* U11. acq_rel, as in the 1-level tree: release hands the merged memory to
              * the allocation that takes it; a failure means another thread changed the
-             * bunch: retry (lock-free). */
-        } while (!atomic_compare_exchange_weak_explicit(
-            up.word, &word, new_word, memory_order_acq_rel, memory_order_relaxed));
+             * bunch: retry (lock-free), with acquire as in the 1-level tree. */
+            if (atomic_compare_exchange_weak_explicit(up.word, &word, new_word,
+                                                      memory_order_acq_rel, memory_order_acquire))
+                break;
+        }
         child = up.root;
         child_level = up.root_level;
-        if (child_level <= upper || (new_word & BUSY_REP)) /* U12-U13 for the bunch */
+        child_word = up.word;
+        if (child_level <= b->base_level || (new_word & BUSY_REP)) /* U12-U13 for the bunch */
             return;
     }
 }
@@ -438,13 +521,15 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
         word = atomic_load_explicit(up.word, memory_order_relaxed);
         do {
             if (word & occ) { /* T10-T12; an allocated ancestor in the bunch sets it too */
-                packed_freenode(b, n, level, child_level);
+                packed_freenode(b, n, level); /* T11 without upper bound */
                 return current;
             }
             BUDDY_CHAOS();
-            /* T13-T15. acq_rel and lock-free as in the 1-level tree. */
+            /* T13-T15 with a new version of the word. acq_rel and lock-free as in the
+             * 1-level tree. */
         } while (!atomic_compare_exchange_weak_explicit(
-            up.word, &word, (word & ~coal) | mark, memory_order_acq_rel, memory_order_relaxed));
+            up.word, &word, ((word & ~coal) | mark) + WORD_VERSION1, memory_order_acq_rel,
+            memory_order_relaxed));
         child = up.root;
         child_level = up.root_level;
     }
@@ -483,18 +568,24 @@ static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_
     return 0;
 }
 
-size_t buddy_metadata_size(size_t size, size_t min_chunk, unsigned flags)
+size_t buddy_metadata_size(size_t size, size_t min_chunk, size_t max_chunk, unsigned flags)
 {
+    if (!max_chunk) max_chunk = size;
     unsigned depth = (unsigned)__builtin_ctzll(size) - (unsigned)__builtin_ctzll(min_chunk);
+    unsigned base_level = (unsigned)__builtin_ctzll(size) - (unsigned)__builtin_ctzll(max_chunk);
     size_t bytes = (sizeof(struct buddy) + 63) & ~(size_t)63;
     if (flags & BUDDY_PACKED) {
-        /* With max_chunk = size (the most words); a smaller max_chunk needs fewer. */
+        /* The bunch roots sit at base_level, base_level + 4, ...: the same loop as in
+         * buddy_create. The count depends on max_chunk, not only on the depth: the last
+         * bunch level is the deepest one congruent to base_level mod 4, so a smaller
+         * max_chunk can need up to eight times the words of max_chunk = size (depth 10:
+         * 1092 words with base_level 2, 273 with base_level 0). */
         size_t words = 0;
-        for (unsigned r = 0; r <= depth; r += 4)
+        for (unsigned r = base_level; r <= depth; r += 4)
             words += (size_t)1 << r;
         bytes += words * sizeof(uint64_t);
     } else {
-        bytes += (size_t)2 << depth;
+        bytes += ((size_t)2 << depth) * sizeof(uint32_t);
     }
     bytes = (bytes + 63) & ~(size_t)63;
     bytes += (size_t)1 << depth; /* index[] */
@@ -523,7 +614,7 @@ struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t m
     unsigned depth = size_shift - min_shift;
     unsigned base_level = size_shift - (unsigned)__builtin_ctzll(max_chunk);
 
-    size_t meta_size = buddy_metadata_size(size, min_chunk, flags);
+    size_t meta_size = buddy_metadata_size(size, min_chunk, max_chunk, flags);
     char *meta = os_map(meta_size, OS_PAGE_SIZE);
     if (!meta) {
         errno = ENOMEM;
@@ -567,8 +658,8 @@ struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t m
         b->words = (_Atomic uint64_t *)(meta + at);
         at += words * sizeof(uint64_t);
     } else {
-        b->tree = (_Atomic uint8_t *)(meta + at);
-        at += (size_t)2 << depth;
+        b->tree = (_Atomic uint32_t *)(meta + at);
+        at += ((size_t)2 << depth) * sizeof(uint32_t);
     }
     at = (at + 63) & ~(size_t)63;
     b->index = (_Atomic uint8_t *)(meta + at);
@@ -638,9 +729,9 @@ bool buddy_free(struct buddy *b, void *p)
      * owner's A10 store to the same leaf (its T2/T15 acquire them). */
     atomic_store_explicit(&b->index[leaf], 0, memory_order_relaxed);
     if (b->flags & BUDDY_PACKED)
-        packed_freenode(b, n, level, b->base_level); /* F3 */
+        packed_freenode(b, n, level); /* F3 */
     else
-        flat_freenode(b, n, level, b->base_level); /* F3 */
+        flat_freenode(b, n, level); /* F3 */
     /* F4. release: pairs with A4/A15 so that an allocation that sees the new count also
      * sees the node released. */
     atomic_fetch_add_explicit(&b->release_count, 1, memory_order_release);

@@ -64,7 +64,7 @@ struct buddy {
     unsigned flags;          /* BUDDY_* */
     bool owns_region;        /* reserved by buddy_create: unmapped by destroy */
     uint64_t serial;         /* unique per instance: tags the per-thread hints */
-    _Atomic uint8_t *tree;   /* 1-level: node n at tree[n], n = 1 .. 2^(depth+1)-1 */
+    _Atomic uint32_t *tree;  /* 1-level: node n at tree[n], n = 1 .. 2^(depth+1)-1 */
     _Atomic uint64_t *words; /* packed: one word per bunch */
     _Atomic uint8_t *index;  /* per leaf: 1 + level of the chunk starting there */
     size_t meta_size;        /* bytes of the metadata mapping (this struct first) */
@@ -72,8 +72,9 @@ struct buddy {
     size_t bunch_offset[BUDDY_MAX_BUNCH_LEVELS]; /* packed: first word of each */
 };
 
-/* Metadata bytes an instance needs besides its region (for sizing arenas). */
-size_t buddy_metadata_size(size_t size, size_t min_chunk, unsigned flags);
+/* Metadata bytes an instance with these arguments (as for buddy_create, max_chunk 0 for
+ * `size`) needs besides its region (for sizing arenas). */
+size_t buddy_metadata_size(size_t size, size_t min_chunk, size_t max_chunk, unsigned flags);
 
 /* Creates an instance over `region` (aligned to at least min_chunk and OS_PAGE_SIZE), or
  * over a fresh region aligned to `size` that it reserves with os_map when region is

@@ -93,11 +93,11 @@ static void test_create_arguments(void)
         CHECK(!buddy_create(NULL, (size_t)1 << 40, 64, 0, f) && errno == EINVAL);
 
         /* A reserved region is aligned to its size; a 1 GiB arena with 4 KiB chunks has
-         * small metadata (the heap's intended use). */
+         * small metadata (the heap's intended use; 2.3 MiB with 4-byte 1-level nodes). */
         struct buddy *b = buddy_create(NULL, (size_t)1 << 30, 4096, 0, f);
         REQUIRE(b);
         CHECK(((uintptr_t)buddy_base(b) & (((size_t)1 << 30) - 1)) == 0);
-        CHECK(b->meta_size <= (size_t)2 << 20);
+        CHECK(b->meta_size <= (size_t)3 << 20);
         void *p = buddy_alloc(b, (size_t)1 << 30);
         CHECK(p == buddy_base(b));
         CHECK(!buddy_alloc(b, 4096));
@@ -110,6 +110,43 @@ static void test_create_arguments(void)
         CHECK(buddy_free(b, q));
         buddy_destroy(b);
     }
+}
+
+/* The metadata mapping holds the tree and the index array for every max_chunk: the
+ * packed tree's bunches start at base_level, so its last bunch level (and word count)
+ * depends on max_chunk, not only on the depth. Every depth mod 4 against every
+ * base_level mod 4; then every index entry is written (the whole region as leaves). */
+static void test_metadata_size(void)
+{
+    for (unsigned i = 0; i < 2; i++)
+        for (unsigned depth = 8; depth <= 11; depth++)
+            for (unsigned base = 0; base < 4; base++) {
+                size_t size = BUDDY_MIN_CHUNK << depth;
+                struct buddy *b =
+                    buddy_create(NULL, size, BUDDY_MIN_CHUNK, size >> base, layouts[i]);
+                REQUIRE(b);
+                const char *meta = (const char *)b, *end = meta + b->meta_size;
+                const char *tree_end =
+                    (layouts[i] & BUDDY_PACKED)
+                        ? (const char *)&b->words[b->bunch_offset[b->bunch_levels - 1] +
+                                                  ((size_t)1 << (base + 4 * (b->bunch_levels - 1)))]
+                        : (const char *)&b->tree[(size_t)2 << depth];
+                CHECK(b->meta_size ==
+                      buddy_metadata_size(size, BUDDY_MIN_CHUNK, size >> base, layouts[i]));
+                CHECK(tree_end <= (const char *)b->index);
+                CHECK((const char *)&b->index[(size_t)1 << depth] <= end);
+                if (test_failures) {
+                    fprintf(stderr, "metadata: %s depth %u base_level %u: %zu bytes\n",
+                            layout_name(layouts[i]), depth, base, b->meta_size);
+                    buddy_destroy(b);
+                    return;
+                }
+                size_t got = 0;
+                while (buddy_alloc(b, 1))
+                    got++;
+                CHECK(got == (size_t)1 << depth);
+                buddy_destroy(b);
+            }
 }
 
 static void test_public_api(void)
@@ -526,6 +563,7 @@ int main(int argc, char **argv)
     return test_exit_status();
 #endif
     RUN(test_create_arguments);
+    RUN(test_metadata_size);
     RUN(test_public_api);
     RUN(test_exhaustion);
     RUN(test_model_flat);
