@@ -648,12 +648,18 @@ static _Atomic uint64_t kill_baseline;
 static _Atomic int kill_slow_only;
 static _Atomic int jumped, left_handler;
 static __thread sigjmp_buf *jump_target;
+/* Set when this thread has left a handler by pthread_exit: the signals that keep coming
+ * while it unwinds and runs its exit (lfheap's cache hand-back among it) must not make it
+ * leave a second time, from the middle of its own exit, which no count could follow. */
+static __thread int leaving;
 
 /* Leaves only when this signal interrupted lfheap (a slow path, if kill_slow_only): the
  * only thread receiving signals is the doomed one, so the counters tell. */
 static void doom_handler(int sig)
 {
     (void)sig;
+    if (leaving)
+        return;
     if (atomic_load(&jumped)) {
         /* A survivor of siglongjmp, its cache still hidden: handlers keep working. */
         handler_work();
@@ -673,6 +679,7 @@ static void doom_handler(int sig)
         atomic_store(&jumped, 1);
         siglongjmp(*jump_target, 1);
     }
+    leaving = 1;
     pthread_exit(NULL);
 }
 
