@@ -197,7 +197,8 @@ static uint64_t flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
     /* T2 as a CAS loop that keeps the version. relaxed load: the CAS validates it. */
     uint32_t val = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
     do {
-        if (val & NODE_STATUS) return n;
+        if (val & NODE_STATUS)
+            return n;
         /* acq_rel: acquire pairs with the previous owner's release of this node (F20) or
          * of an ancestor (U11), so its accesses to the chunk happen before ours; release
          * publishes the occupancy to the allocations that will test it. A failure means
@@ -255,7 +256,8 @@ static void flat_unmark(struct buddy *b, uint64_t n, unsigned level)
             /* U8 for the child: read after this node, so an allocation that has entered
              * the child either shows here or marks this node later, which changes its
              * version and fails the CAS. acquire: see U7. */
-            if (atomic_load_explicit(&b->tree[child], memory_order_acquire) & NODE_STATUS) return;
+            if (atomic_load_explicit(&b->tree[child], memory_order_acquire) & NODE_STATUS)
+                return;
             new_val = val & ~(side_occ(child) | side_coal(child)); /* U10 */
             BUDDY_CHAOS();
             /* U11. acq_rel: release makes the chunks merged here (and their previous
@@ -286,7 +288,8 @@ static void flat_freenode(struct buddy *b, uint64_t n, unsigned level)
         bool marked;
         do {
             marked = !(val & OCC) && (val & side_occ(child));
-            if (!marked) break;
+            if (!marked)
+                break;
             /* F12-F14. acq_rel: acquire sees the buddy's bits as of now for F15; release
              * orders our accesses to the chunk before the coalescing mark that lets the
              * buddy's release climb past this node and free the parent. A failure means
@@ -419,11 +422,13 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level)
                 bool marked;
                 do {
                     marked = !(old & taken) && (old & side);
-                    if (!marked) break;
+                    if (!marked)
+                        break;
                     /* F12-F14: acq_rel and lock-free as in the 1-level tree. */
                 } while (!atomic_compare_exchange_weak_explicit(
                     up.word, &old, old | bit, memory_order_acq_rel, memory_order_relaxed));
-                if (!marked) break;
+                if (!marked)
+                    break;
                 unsigned val = (unsigned)(old >> up.shift) & SLOT_MASK;
                 if (is_occ_buddy(val, child) && !is_coal_buddy(val, child)) /* F15-F17 */
                     break;
@@ -471,7 +476,8 @@ static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level,
             BUDDY_CHAOS();
             /* U8 for the child's bunch, read after the parent word: as in the 1-level
              * tree. acquire: see U7. */
-            if (atomic_load_explicit(child_word, memory_order_acquire) & BUSY_REP) return;
+            if (atomic_load_explicit(child_word, memory_order_acquire) & BUSY_REP)
+                return;
             new_word = word & ~(coal | side); /* U10 */
             BUDDY_CHAOS();
             LFH_PARK(BUDDY_UNMARK);
@@ -570,7 +576,8 @@ static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_
 
 size_t buddy_metadata_size(size_t size, size_t min_chunk, size_t max_chunk, unsigned flags)
 {
-    if (!max_chunk) max_chunk = size;
+    if (!max_chunk)
+        max_chunk = size;
     unsigned depth = (unsigned)__builtin_ctzll(size) - (unsigned)__builtin_ctzll(min_chunk);
     unsigned base_level = (unsigned)__builtin_ctzll(size) - (unsigned)__builtin_ctzll(max_chunk);
     size_t bytes = (sizeof(struct buddy) + 63) & ~(size_t)63;

@@ -1,16 +1,17 @@
 /*
- * Helpers for the buddy tests: is a whole buddy tree back to its initial state (every
- * node and every index entry zero), and print the nodes that are not, for a failure
- * report. They read struct buddy (src/buddy.h) directly; the status bits are NBBS
- * Table 1 as src/buddy.c defines them: the low five bits of a 1-level node, five bits
- * per slot in the low 40 bits of a packed bunch word. The bits above are versions,
- * which stay.
+ * Helpers for the buddy tests: the tests' random numbers; whether a whole buddy tree is
+ * back to its initial state (every node and every index entry zero); and the nodes that
+ * are not, printed for a failure report. They read struct buddy (src/buddy.h) directly;
+ * the status bits are NBBS Table 1 as src/buddy.c defines them: the low five bits of a
+ * 1-level node, five bits per slot in the low 40 bits of a packed bunch word. The bits
+ * above are versions, which stay.
  */
 #ifndef LFHEAP_BUDDYTEST_H
 #define LFHEAP_BUDDYTEST_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "buddy.h"
@@ -26,6 +27,17 @@ static inline size_t buddytest_words(const struct buddy *b)
     return words;
 }
 
+/* xorshift64*: deterministic, one state per thread (or simulated thread). */
+static inline uint64_t buddytest_random(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
 /* Whether no node is marked and no chunk is recorded: the state after buddy_create. */
 static inline bool buddytest_tree_empty(const struct buddy *b)
 {
@@ -39,7 +51,8 @@ static inline bool buddytest_tree_empty(const struct buddy *b)
                 return false;
     }
     for (size_t leaf = 0; leaf < ((size_t)1 << b->depth); leaf++)
-        if (atomic_load_explicit(&b->index[leaf], memory_order_relaxed)) return false;
+        if (atomic_load_explicit(&b->index[leaf], memory_order_relaxed))
+            return false;
     return true;
 }
 
@@ -58,7 +71,8 @@ static inline void buddytest_print_tree(const struct buddy *b, unsigned limit)
             for (size_t i = 0; i < ((size_t)1 << root_level) && limit; i++) {
                 uint64_t w =
                     atomic_load_explicit(&b->words[b->bunch_offset[k] + i], memory_order_relaxed);
-                if (!(w & BUDDYTEST_WORD_SLOTS)) continue;
+                if (!(w & BUDDYTEST_WORD_SLOTS))
+                    continue;
                 limit--;
                 fprintf(stderr,
                         "  bunch of node %zu (level %u), slots:", ((size_t)1 << root_level) + i,
@@ -72,7 +86,8 @@ static inline void buddytest_print_tree(const struct buddy *b, unsigned limit)
         for (size_t n = 1; n < ((size_t)2 << b->depth) && limit; n++) {
             unsigned v =
                 atomic_load_explicit(&b->tree[n], memory_order_relaxed) & BUDDYTEST_NODE_STATUS;
-            if (!v) continue;
+            if (!v)
+                continue;
             limit--;
             fprintf(stderr, "  node %zu (level %u): %02x\n", n, 63u - (unsigned)__builtin_clzll(n),
                     v);
@@ -80,7 +95,8 @@ static inline void buddytest_print_tree(const struct buddy *b, unsigned limit)
     }
     for (size_t leaf = 0; leaf < ((size_t)1 << b->depth) && limit; leaf++) {
         unsigned tag = atomic_load_explicit(&b->index[leaf], memory_order_relaxed);
-        if (!tag) continue;
+        if (!tag)
+            continue;
         limit--;
         fprintf(stderr, "  index: chunk of level %u at offset %zu\n", tag - 1,
                 leaf << b->min_shift);

@@ -23,6 +23,7 @@
 #include <sys/mman.h>
 
 #include "buddy.h"
+#include "buddytest.h"
 #include "lfheap_buddy.h"
 #include "testutil.h"
 
@@ -32,17 +33,6 @@ static unsigned scaled(unsigned n)
 {
     unsigned v = (unsigned)((unsigned long)n * scale / 100);
     return v ? v : 1;
-}
-
-/* xorshift64*: deterministic, per-thread. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545f4914f6cdd1dull;
 }
 
 static const unsigned layouts[] = {0, BUDDY_PACKED};
@@ -58,7 +48,7 @@ static size_t random_request(uint64_t *rng, size_t min_chunk, size_t max_request
 {
     unsigned lo = (unsigned)__builtin_ctzll(min_chunk);
     unsigned hi = (unsigned)__builtin_ctzll(max_request);
-    uint64_t r = next_random(rng);
+    uint64_t r = buddytest_random(rng);
     if (r % 64 == 0)
         return r % 128 < 64 ? 0 : 1;
     unsigned shift = lo + (unsigned)((r >> 8) % (hi - lo + 1));
@@ -266,7 +256,7 @@ static void run_model(const struct seq_config *c, unsigned flags, uint64_t seed)
     unsigned failures = 0;
     for (unsigned s = 0; s < c->sequences; s++) {
         for (unsigned op = 0; op < c->ops; op++) {
-            uint64_t r = next_random(&rng);
+            uint64_t r = buddytest_random(&rng);
             if (m.nlive == 0 || r % 100 < 55) {
                 size_t want = random_request(&rng, c->min_chunk, max_chunk);
                 if (r % 500 == 7)
@@ -301,7 +291,7 @@ static void run_model(const struct seq_config *c, unsigned flags, uint64_t seed)
                 break;
         }
         while (m.nlive) /* free everything, in random order */
-            model_free(b, &m, (size_t)(next_random(&rng) % m.nlive));
+            model_free(b, &m, (size_t)(buddytest_random(&rng) % m.nlive));
         check_fully_coalesced(b);
         if (test_failures) {
             fprintf(stderr, "model: %s size %zu min %zu max %zu seed %llu sequence %u\n",
@@ -438,7 +428,7 @@ static void *worker_main(void *arg)
     size_t min_chunk = buddy_min_chunk(s->b);
     pthread_barrier_wait(&s->start);
     for (unsigned op = 0; op < s->ops; op++) {
-        uint64_t r = next_random(&rng);
+        uint64_t r = buddytest_random(&rng);
         unsigned pick = (unsigned)(r % 100);
         if (nlive == 0 || (nlive < s->max_live && pick < 50)) {
             size_t want = random_request(&rng, min_chunk, s->max_request);

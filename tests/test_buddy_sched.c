@@ -65,27 +65,18 @@ static unsigned nlive;
 static uint8_t *unit_owned; /* per minimum chunk: 1 while a live chunk covers it */
 static unsigned run_errors;
 
-/* xorshift64*: deterministic. */
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t x = *state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *state = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
 /* BUDDY_CHAOS: hand control back to the scheduler (or, now and then, keep going). */
 static void sched_point(void)
 {
-    if (!simulating) return;
+    if (!simulating)
+        return;
     if (++points > MAX_POINTS) {
         fprintf(stderr, "seed %llu: no progress after %u steps (livelock?)\n",
                 (unsigned long long)config.seed, MAX_POINTS);
         exit(1);
     }
-    if (next_random(&sched_rng) % 100 < config.stay_percent) return;
+    if (buddytest_random(&sched_rng) % 100 < config.stay_percent)
+        return;
     swapcontext(&threads[current].context, &scheduler_context);
 }
 
@@ -98,10 +89,11 @@ static void run_error(const char *what)
 static void allocate(struct sim_thread *t)
 {
     unsigned span = config.max_level - config.min_level + 1;
-    unsigned level = config.min_level + (unsigned)(next_random(&t->rng) % span);
+    unsigned level = config.min_level + (unsigned)(buddytest_random(&t->rng) % span);
     size_t size = tree->size >> level;
     char *p = buddy_alloc(tree, size);
-    if (!p) return; /* allowed under concurrency (buddy.h); the end state is checked */
+    if (!p)
+        return; /* allowed under concurrency (buddy.h); the end state is checked */
     size_t offset = (size_t)(p - tree->base);
     if (offset >= tree->size || offset % size || buddy_chunk_size(tree, p) != size) {
         run_error("chunk outside the region, misaligned or of the wrong size");
@@ -109,7 +101,8 @@ static void allocate(struct sim_thread *t)
     }
     size_t first = offset >> tree->min_shift, count = size >> tree->min_shift;
     for (size_t u = first; u < first + count; u++) {
-        if (unit_owned[u]) run_error("chunk overlaps a live chunk");
+        if (unit_owned[u])
+            run_error("chunk overlaps a live chunk");
         unit_owned[u] = 1;
     }
     live[nlive++] = p;
@@ -117,21 +110,23 @@ static void allocate(struct sim_thread *t)
 
 static void release(struct sim_thread *t)
 {
-    unsigned k = config.cross ? (unsigned)(next_random(&t->rng) % nlive) : nlive - 1;
+    unsigned k = config.cross ? (unsigned)(buddytest_random(&t->rng) % nlive) : nlive - 1;
     char *p = live[k];
     live[k] = live[--nlive];
     size_t size = buddy_chunk_size(tree, p);
     size_t first = (size_t)(p - tree->base) >> tree->min_shift;
     /* The chunk is the owner's until it calls free: unmark it first. */
     memset(unit_owned + first, 0, size >> tree->min_shift);
-    if (!size || !buddy_free(tree, p)) run_error("free of a live chunk refused");
+    if (!size || !buddy_free(tree, p))
+        run_error("free of a live chunk refused");
 }
 
 static void thread_main(void)
 {
     struct sim_thread *t = &threads[current];
     for (unsigned op = 0; op < t->ops; op++) {
-        if (nlive == 0 || (nlive < sizeof live / sizeof *live && next_random(&t->rng) % 100 < 55))
+        if (nlive == 0 ||
+            (nlive < sizeof live / sizeof *live && buddytest_random(&t->rng) % 100 < 55))
             allocate(t);
         else
             release(t);
@@ -147,7 +142,8 @@ static bool maximal_chunks_come_back(struct buddy *b)
     size_t n = b->size / b->max_chunk, got = 0;
     void *all[4];
     for (size_t i = 0; i < n; i++)
-        if ((all[got] = buddy_alloc(b, b->max_chunk)) != NULL) got++;
+        if ((all[got] = buddy_alloc(b, b->max_chunk)) != NULL)
+            got++;
     bool ok = got == n && !buddy_alloc(b, buddy_min_chunk(b));
     for (size_t i = 0; i < got; i++)
         buddy_free(b, all[i]);
@@ -159,18 +155,19 @@ static void draw_config(uint64_t seed)
     uint64_t r = mix64(seed) | 1;
     static const unsigned hint_flags[] = {0, BUDDY_NO_HINTS, BUDDY_SCATTER};
     config.seed = seed;
-    config.depth = 4 + (unsigned)(next_random(&r) % 7);
-    config.base_level = (unsigned)(next_random(&r) % 3);
-    config.flags = ((next_random(&r) & 1) ? BUDDY_PACKED : 0) | hint_flags[next_random(&r) % 3];
-    config.threads = 2 + (unsigned)(next_random(&r) % (MAX_THREADS - 1));
-    config.ops = 2 + (unsigned)(next_random(&r) % 12);
-    config.stay_percent = (unsigned)(next_random(&r) % 90);
+    config.depth = 4 + (unsigned)(buddytest_random(&r) % 7);
+    config.base_level = (unsigned)(buddytest_random(&r) % 3);
+    config.flags =
+        ((buddytest_random(&r) & 1) ? BUDDY_PACKED : 0) | hint_flags[buddytest_random(&r) % 3];
+    config.threads = 2 + (unsigned)(buddytest_random(&r) % (MAX_THREADS - 1));
+    config.ops = 2 + (unsigned)(buddytest_random(&r) % 12);
+    config.stay_percent = (unsigned)(buddytest_random(&r) % 90);
     unsigned levels = config.depth - config.base_level + 1;
-    config.min_level = config.base_level + (unsigned)(next_random(&r) % levels);
+    config.min_level = config.base_level + (unsigned)(buddytest_random(&r) % levels);
     config.max_level =
-        config.min_level + (unsigned)(next_random(&r) % (config.depth - config.min_level + 1));
-    config.cross = next_random(&r) & 1;
-    sched_rng = next_random(&r) | 1;
+        config.min_level + (unsigned)(buddytest_random(&r) % (config.depth - config.min_level + 1));
+    config.cross = buddytest_random(&r) & 1;
+    sched_rng = buddytest_random(&r) | 1;
 }
 
 /* One run; true if it passed. */
@@ -194,7 +191,8 @@ static bool run_one(uint64_t seed)
         way->serial = tree->serial;
         for (unsigned l = config.base_level; (config.flags & BUDDY_SCATTER) && l <= config.depth;
              l++)
-            way->node[l] = (uint32_t)((1ull << l) | (next_random(&sched_rng) & ((1ull << l) - 1)));
+            way->node[l] =
+                (uint32_t)((1ull << l) | (buddytest_random(&sched_rng) & ((1ull << l) - 1)));
         t->rng = mix64(seed * MAX_THREADS + i) | 1;
         t->ops = config.ops;
         t->done = false;
@@ -206,13 +204,15 @@ static bool run_one(uint64_t seed)
     }
     simulating = true;
     for (unsigned running = config.threads; running;) {
-        unsigned k = (unsigned)(next_random(&sched_rng) % config.threads);
-        if (threads[k].done) continue;
+        unsigned k = (unsigned)(buddytest_random(&sched_rng) % config.threads);
+        if (threads[k].done)
+            continue;
         current = k;
         memcpy(hint_ways, threads[k].hints, sizeof hint_ways); /* switch its TLS in */
         swapcontext(&scheduler_context, &threads[k].context);
         memcpy(threads[k].hints, hint_ways, sizeof hint_ways);
-        if (threads[k].done) running--;
+        if (threads[k].done)
+            running--;
     }
     simulating = false;
     total_points += points;
@@ -243,13 +243,15 @@ static uint64_t first_seed = 1;
 static void test_schedules(void)
 {
     unsigned runs = (unsigned)((unsigned long)RUNS * scale / 100), failed = 0, run;
-    if (!runs) runs = 1;
+    if (!runs)
+        runs = 1;
     for (unsigned i = 0; i < MAX_THREADS; i++) {
         threads[i].stack = malloc(STACK_SIZE);
         REQUIRE(threads[i].stack);
     }
     for (run = 0; run < runs && failed < 3; run++) /* three failures show the pattern */
-        if (!run_one(first_seed + run)) failed++;
+        if (!run_one(first_seed + run))
+            failed++;
     if (failed || getenv("TEST_VERBOSE"))
         fprintf(stderr, "schedules: %u runs from seed %llu, %u failed, %lu switch points\n", run,
                 (unsigned long long)first_seed, failed, total_points);
@@ -260,9 +262,12 @@ static void test_schedules(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1) scale = (unsigned)strtoul(argv[1], NULL, 10);
-    if (argc > 2) first_seed = strtoull(argv[2], NULL, 0);
-    if (!scale) scale = 1;
+    if (argc > 1)
+        scale = (unsigned)strtoul(argv[1], NULL, 10);
+    if (argc > 2)
+        first_seed = strtoull(argv[2], NULL, 0);
+    if (!scale)
+        scale = 1;
     RUN(test_schedules);
     return test_exit_status();
 }
