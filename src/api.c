@@ -102,27 +102,21 @@ static void *alloc_tracked(const struct heap_props *props, bool clear)
     if (size > PTRDIFF_MAX)
         return fail_nomem();
     size_t room = debug_room(size);
-    unsigned cls = props->align > API_MIN_ALIGN ? sizeclass_for_aligned(room, props->align)
-                   : room <= SIZECLASS_MAX_SIZE ? sizeclass_of(room)
-                                                : SIZECLASS_COUNT;
+    unsigned cls = sizeclass_for_aligned(room, props->align);
     void *block;
-    struct descriptor *desc;
     bool zeroed = false;
     if (cls < SIZECLASS_COUNT) {
         block = tcache_alloc(heap_tracked_class(cls));
         if (!block)
             return NULL; /* errno is ENOMEM */
-        desc = pagemap_find(block);
-        uint32_t *record = heap_record_at(desc, block, cls);
-        /* The debug build keeps its block state (debug.h) in the record. */
-        *record = (DEBUG_ENABLED ? *record & HEAP_RECORD_STATE_MASK : 0) | heap_record_make(props);
     } else {
         block = heap_large_alloc(room, props->align, &zeroed);
         if (!block)
             return fail_nomem();
-        desc = pagemap_find(block);
-        heap_props_set(desc, block, props);
     }
+    /* The debug build's block state (debug.h) in the record survives this. */
+    struct descriptor *desc = pagemap_find(block);
+    heap_props_set(desc, block, props);
     debug_born(desc, block, size);
     /* Pages fresh from the kernel or decommitted read as zeros already. */
     if (clear && !zeroed)
@@ -325,11 +319,7 @@ LFH_EXPORT void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size)
 static struct descriptor *block_descriptor(const void *ptr)
 {
     struct descriptor *desc = pagemap_lookup(ptr);
-    if (!desc)
-        return NULL;
-    if (desc->class_index == HEAP_CLASS_LARGE)
-        return ptr == desc->start ? desc : NULL;
-    return heap_is_block_start(desc, ptr) ? desc : NULL;
+    return desc && heap_is_block_start(desc, ptr) ? desc : NULL;
 }
 
 static LFH_NOINLINE void free_slow(void *ptr)

@@ -170,8 +170,6 @@ static uint32_t dirty_take_all(unsigned order)
 
 /* ---- purging ---------------------------------------------------------------------- */
 
-/* Decommits a chunk and returns it to its buddy. False if the kernel would not decommit
- * it: then it must stay dirty (the buddy promises zeros) and waits for the next purge. */
 /* Chunks purge_order releases with one madvise per run of adjacent ones. */
 #define PURGE_BATCH 64
 

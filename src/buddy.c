@@ -180,8 +180,8 @@ static uint32_t *hints_for(const struct buddy *b)
 /* 1-level layout: NBBS Alg. 3-5 on one 32-bit word per node: the five status bits, and
  * above them a version that every allocation marking the node (T15) increments. */
 
-#define NODE_STATUS   0x1fu
-#define NODE_VERSION1 0x20u
+#define NODE_STATUS   SLOT_MASK
+#define NODE_VERSION1 (1u << SLOT_BITS)
 
 static void flat_freenode(struct buddy *b, uint64_t n, unsigned level);
 

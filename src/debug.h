@@ -158,7 +158,7 @@ LFH_INLINE bool debug_died_small(struct descriptor *desc, void *ptr, size_t *req
 {
     if (!desc->records || !heap_is_block_start(desc, ptr))
         return false;
-    uint32_t *word = heap_record_at(desc, ptr, heap_size_class(desc->class_index));
+    uint32_t *word = heap_record_of(desc, ptr);
     uint32_t record = *word;
     size_t bytes = record & HEAP_RECORD_REQUEST_MASK;
     if (debug_state_of(record) != DEBUG_LIVE || !debug_canary_intact(ptr, bytes))

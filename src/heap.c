@@ -377,11 +377,6 @@ static void record_decode(uint32_t record, struct heap_props *out)
     out->tracked = (record & HEAP_RECORD_TRACKED) != 0;
 }
 
-static uint32_t *record_of(const struct descriptor *d, const void *block)
-{
-    return heap_record_at(d, block, heap_size_class(d->class_index));
-}
-
 /* Records are plain memory: a block's record is written and read only by whoever holds
  * the block, and the program's own hand-off of the pointer orders those accesses. */
 bool heap_props_get(const struct descriptor *d, const void *block, struct heap_props *out)
@@ -393,7 +388,7 @@ bool heap_props_get(const struct descriptor *d, const void *block, struct heap_p
     }
     if (!d->records)
         return false;
-    uint32_t record = *record_of(d, block);
+    uint32_t record = *heap_record_of(d, block);
     record_decode(record, out);
     out->request = record & HEAP_RECORD_REQUEST_MASK;
     out->tracked = true;
@@ -414,7 +409,7 @@ void heap_props_set(struct descriptor *d, const void *block, const struct heap_p
         d->large_request = props->request;
         return;
     }
-    uint32_t *record = record_of(d, block);
+    uint32_t *record = heap_record_of(d, block);
     *record = (*record & RECORD_KEPT) | record_flags(props) | (uint32_t)props->request;
 }
 
@@ -453,12 +448,13 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     d->max_count = 0;
     d->class_index = HEAP_CLASS_LARGE;
     d->class_scaled = (uint16_t)(HEAP_CLASS_LARGE * SIZECLASS_STRIDE);
-    d->block_magic = 0;
-    d->block_limit = 0;
+    /* heap_is_block_start accepts offset 0 only: the block's start. */
+    d->block_magic = 1;
+    d->block_limit = 1;
     d->records = NULL;
     /* A plain malloc's record; the routines with sticky properties overwrite it. */
     d->large_request = size;
-    d->large_flags = record_flags(&(struct heap_props){.request = size, .align = 16});
+    d->large_flags = HEAP_RECORD_MALLOC;
     atomic_store_explicit(&d->owner, HEAP_OWNER_NONE, memory_order_relaxed);
     if (!pagemap_set(start, bytes, d)) {
         if (d->os_backed)
@@ -510,7 +506,7 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     }
     /* Grow: reserve the destination ourselves and register it first, so that no step
      * after the move can fail; then let the kernel move the pages (no copy). */
-    char *dest = os_map(bytes, align > OS_PAGE_SIZE ? align : OS_PAGE_SIZE);
+    char *dest = os_map(bytes, align);
     if (!dest)
         return NULL;
     if (!pagemap_set(dest, bytes, d)) {

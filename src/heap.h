@@ -76,7 +76,8 @@ struct descriptor {
     char *start;            /* first byte of the superblock or large mapping */
     size_t size;            /* bytes of the superblock or large mapping */
     /* Whether an address is the start of one of the superblock's blocks, in one multiply
-     * and one compare (heap_is_block_start); both 0 for large blocks. */
+     * and one compare (heap_is_block_start); for a large block 1 and 1 (its start only); 0 and 0
+     * for the sentinel of foreign memory (nothing). */
     uint64_t block_magic;
     uint64_t block_limit;
     uint32_t *records;     /* a tracked class's per-block records; NULL otherwise */
@@ -161,12 +162,10 @@ LFH_INLINE uint32_t *heap_record_at(const struct descriptor *desc, const void *b
     return &desc->records[sizeclass_block_index(size_class, offset)];
 }
 
-/* The record of a small tracked block with these properties. */
-LFH_INLINE uint32_t heap_record_make(const struct heap_props *props)
+/* The same, for any small block of a tracked class. */
+LFH_INLINE uint32_t *heap_record_of(const struct descriptor *desc, const void *block)
 {
-    return (uint32_t)props->request |
-           (uint32_t)__builtin_ctzl(props->align) << HEAP_RECORD_ALIGN_SHIFT |
-           (props->zero_fill ? HEAP_RECORD_ZERO_FILL : 0);
+    return heap_record_at(desc, block, heap_size_class(desc->class_index));
 }
 
 /* The record of the block at `block`, which the caller holds: its request size and

@@ -38,6 +38,11 @@ bool os_decommit(void *addr, size_t size);
  * failure, and then both mappings are as they were. */
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size);
 
+/* Has `destructor(value)` run when this thread exits, under a process-wide pthread key
+ * made on first use and kept in *key_plus_one (key + 1; 0 while none exists). False if
+ * no key could be made: then nothing runs at exit. */
+bool os_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *), void *value);
+
 /* Retries the unmaps the kernel refused; cheap when there are none. Called when the
  * arenas purge, so that memory given back during a shortage goes back after it. */
 void os_retry(void);

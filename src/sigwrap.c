@@ -211,7 +211,7 @@ LFH_EXPORT sighandler_t sigset(int sig, sighandler_t disposition)
     sigemptyset(&one);
     if (sigaddset(&one, sig) != 0)
         return SIG_ERR;
-    struct sigaction act, old;
+    struct sigaction old;
     if (disposition == SIG_HOLD) {
         if (sigprocmask(SIG_BLOCK, &one, &before) != 0)
             return SIG_ERR;
@@ -219,21 +219,15 @@ LFH_EXPORT sighandler_t sigset(int sig, sighandler_t disposition)
             return SIG_HOLD;
         return sigaction(sig, NULL, &old) == 0 ? old.sa_handler : SIG_ERR;
     }
-    act.sa_handler = disposition;
-    act.sa_flags = 0;
-    sigemptyset(&act.sa_mask);
-    if (sigaction(sig, &act, &old) != 0 || sigprocmask(SIG_UNBLOCK, &one, &before) != 0)
+    sighandler_t previous = install_simple(sig, disposition, 0, false);
+    if (previous == SIG_ERR || sigprocmask(SIG_UNBLOCK, &one, &before) != 0)
         return SIG_ERR;
-    return sigismember(&before, sig) ? SIG_HOLD : old.sa_handler;
+    return sigismember(&before, sig) ? SIG_HOLD : previous;
 }
 
 LFH_EXPORT int sigignore(int sig)
 {
-    struct sigaction act;
-    act.sa_handler = SIG_IGN;
-    act.sa_flags = 0;
-    sigemptyset(&act.sa_mask);
-    return sigaction(sig, &act, NULL);
+    return install_simple(sig, SIG_IGN, 0, false) == SIG_ERR ? -1 : 0;
 }
 
 LFH_EXPORT int siginterrupt(int sig, int interrupt)

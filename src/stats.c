@@ -52,26 +52,6 @@ static void stats_thread_exit(void *block)
     atomic_store_explicit(&((struct stats_block *)block)->in_use, 0, memory_order_release);
 }
 
-static void stats_register_exit(struct stats_block *b)
-{
-    /* As tcache_register_exit: losers of the race to create the key delete their own. */
-    unsigned key_plus_one = atomic_load_explicit(&stats_exit_key, memory_order_acquire);
-    if (key_plus_one == 0) {
-        pthread_key_t key;
-        if (pthread_key_create(&key, stats_thread_exit) != 0)
-            return; /* the block then stays with the thread: its counts still count */
-        unsigned expected = 0;
-        if (atomic_compare_exchange_strong_explicit(&stats_exit_key, &expected, (unsigned)key + 1,
-                                                    memory_order_acq_rel, memory_order_acquire)) {
-            key_plus_one = (unsigned)key + 1;
-        } else {
-            pthread_key_delete(key);
-            key_plus_one = expected;
-        }
-    }
-    pthread_setspecific((pthread_key_t)(key_plus_one - 1), b);
-}
-
 static struct stats_block *stats_take(void)
 {
     /* Acquire pairs with the pushing CAS: the blocks reached are initialised. */
@@ -109,7 +89,9 @@ void stats_add_slow(unsigned counter, uint64_t n)
         struct stats_block *b = stats_take();
         if (b) {
             stats_self = b;
-            stats_register_exit(b); /* may allocate: stats_self is set, so that counts */
+            /* May allocate: stats_self is set, so that counts. Without a key the block
+             * stays with the thread when it exits: its counts still count. */
+            os_at_thread_exit(&stats_exit_key, stats_thread_exit, b);
         }
         stats_attaching = false;
         if (b) {

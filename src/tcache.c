@@ -5,6 +5,7 @@
  */
 #include "tcache.h"
 
+#include "os.h"
 #include "pagemap.h"
 #include "park.h"
 #include "stats.h"
@@ -77,27 +78,6 @@ static uint32_t clamp_blocks(size_t bytes, unsigned cls, uint32_t lo, uint32_t h
 
 static void tcache_thread_exit(void *unused);
 
-static void tcache_register_exit(struct tcache *tc)
-{
-    /* Relaxed load, acq_rel CAS: only the key's value is shared, and pthread orders its
-     * own key table. Losers of the race delete their own key: nobody waits. */
-    unsigned key_plus_one = atomic_load_explicit(&tcache_exit_key, memory_order_acquire);
-    if (key_plus_one == 0) {
-        pthread_key_t key;
-        if (pthread_key_create(&key, tcache_thread_exit) != 0)
-            return; /* the cache then stays with the thread when it exits: bounded */
-        unsigned expected = 0;
-        if (atomic_compare_exchange_strong_explicit(&tcache_exit_key, &expected, (unsigned)key + 1,
-                                                    memory_order_acq_rel, memory_order_acquire)) {
-            key_plus_one = (unsigned)key + 1;
-        } else {
-            pthread_key_delete(key);
-            key_plus_one = expected;
-        }
-    }
-    pthread_setspecific((pthread_key_t)(key_plus_one - 1), tc);
-}
-
 /* Frees a block from inside the cache layer, as lfh_free would. */
 static void release_block(void *block)
 {
@@ -127,7 +107,8 @@ static void tcache_setup(struct tcache *tc)
      * does beyond 32 keys), and a thread that dies inside the rest of the setup (from a
      * signal handler that never returns) still has its exit accounted for. */
     tc->id = TCACHE_ID_EXITED;
-    tcache_register_exit(tc);
+    /* Without a key the cache stays with the thread when it exits: bounded. */
+    os_at_thread_exit(&tcache_exit_key, tcache_thread_exit, tc);
     /* Under memcheck the cache stays empty, so that every call reaches a slow path that
      * reports the block to memcheck (vgclient.h). */
     if (vgclient_memcheck())
@@ -174,15 +155,18 @@ static void give_back_groups(struct give_back_table *t)
     t->used_count = 0;
 }
 
-/* Returns a list of blocks to their superblocks with one CAS per superblock. LRMalloc's
- * CacheFlush takes one CAS per run of adjacent blocks of a superblock; a batch of remote
- * frees mixes superblocks, so the runs are first merged per superblock in a small hash
- * table on the stack, keyed by descriptor. */
-static void give_back_list(void *list)
+/* Returns a list of blocks to their superblocks with one CAS per superblock, and how
+ * many blocks it held. LRMalloc's CacheFlush takes one CAS per run of adjacent blocks of
+ * a superblock; a batch of remote frees mixes superblocks, so the runs are first merged
+ * per superblock in a small hash table on the stack, keyed by descriptor. */
+static unsigned give_back_list(void *list)
 {
+    if (!list)
+        return 0;
     struct give_back_table t;
     memset(t.desc, 0, sizeof t.desc);
     t.used_count = 0;
+    unsigned blocks = 0;
     while (list) {
         /* A run: the list's links already chain it, a range test bounds it (the end of
          * the list, NULL, is out of every range). */
@@ -197,6 +181,7 @@ static void give_back_list(void *list)
             list = *(void **)list;
             count++;
         }
+        blocks += count;
         /* Descriptors are 128 bytes apart: their index spreads them over the slots. */
         unsigned slot =
             (unsigned)((uintptr_t)d / sizeof(struct descriptor)) & (GIVE_BACK_SLOTS - 1);
@@ -217,6 +202,7 @@ static void give_back_list(void *list)
         t.used[t.used_count++] = (uint8_t)slot;
     }
     give_back_groups(&t);
+    return blocks;
 }
 
 static void flush_remote(struct tcache *tc)
@@ -374,15 +360,10 @@ static unsigned flush_cache(struct tcache *tc)
         struct tcache_bin *bin = &tc->bins[cls];
         struct tcache_cold *cold = &tc->cold[cls];
         void *list = bin->head;
-        for (void *b = list; b; b = *(void **)b)
-            cached++;
         bin_install(bin, cold, NULL, 0);
-        give_back_list(list);
-        if (cold->spare) {
-            cached += cold->spare_count;
-            give_back_list(cold->spare);
-            cold->spare = NULL;
-        }
+        cached += give_back_list(list);
+        cached += give_back_list(cold->spare);
+        cold->spare = NULL;
         if (bin->bump != bin->bump_end)
             heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
         bin->bump = bin->bump_end = NULL;
@@ -485,6 +466,16 @@ void tcache_hide(struct tcache_hidden *frame)
     atomic_signal_fence(memory_order_seq_cst);
 }
 
+/* Puts back the bins' lists and bump ends and the id that `save` holds. */
+static void restore_bins(struct tcache *tc, const struct tcache_hidden *save)
+{
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        tc->bins[cls].head = save->head[cls];
+        tc->bins[cls].bump_end = save->bump_end[cls];
+    }
+    tc->id = save->id;
+}
+
 void tcache_unhide(const struct tcache_hidden *frame)
 {
     struct tcache *tc = &tcache_self;
@@ -493,11 +484,7 @@ void tcache_unhide(const struct tcache_hidden *frame)
         hidden_complete = false;
         atomic_signal_fence(memory_order_seq_cst);
     }
-    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-        tc->bins[cls].head = save->head[cls];
-        tc->bins[cls].bump_end = save->bump_end[cls];
-    }
-    tc->id = save->id;
+    restore_bins(tc, save);
     atomic_signal_fence(memory_order_seq_cst);
     hide_depth--;
 }
@@ -527,11 +514,7 @@ static void hidden_at_exit(struct tcache *tc)
     if (hidden_complete && hidden_busy == 0) {
         /* Whole: put it back and return it to the heap (which also resets the credits,
          * one of which an interrupted free may have left at zero). */
-        for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-            tc->bins[cls].head = hidden_outer.head[cls];
-            tc->bins[cls].bump_end = hidden_outer.bump_end[cls];
-        }
-        tc->id = hidden_outer.id;
+        restore_bins(tc, &hidden_outer);
         flush_cache(tc);
         atomic_fetch_add_explicit(&lost_reclaimed, 1, memory_order_relaxed);
         return;

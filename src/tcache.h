@@ -11,9 +11,10 @@
  * batched per superblock, where the owner's next fill finds it.
  *
  * A list holds about `limit` blocks: the bin's `credit` counts down the frees left until
- * the list is cut back to its hottest limit/2 blocks and the rest goes back to the heap. The limit
- * grows when a bin keeps emptying soon after it overflowed. At thread exit the whole cache goes
- * back.
+ * the list is cut back to its hottest limit/2 blocks; the rest becomes the bin's spare
+ * magazine, and the spare it replaces goes back to the heap (struct tcache_cold). The
+ * limit grows when a bin keeps emptying soon after it overflowed. At thread exit the
+ * whole cache goes back.
  */
 #ifndef LFHEAP_TCACHE_H
 #define LFHEAP_TCACHE_H
