@@ -152,7 +152,7 @@ LFH_INLINE void *malloc_small_instrumented(size_t size, size_t *usable)
         return NULL;
     unsigned size_class = sizeclass_lookup[room] / SIZECLASS_STRIDE;
     uint32_t record = (uint32_t)size | HEAP_RECORD_MALLOC;
-    debug_born_small(pagemap_find(block), block, size_class, size, record);
+    debug_born_small(pagemap_find(block), block, size, record);
     *usable = sizeclass_block_size[size_class];
     return block;
 }
@@ -208,9 +208,7 @@ LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
          * block's record and the zeros. */
         void *block = tcache_bin_take(tcache_base() + API_TRACKED_BINS + sizeclass_lookup[bytes]);
         if (LFH_LIKELY(block != NULL)) {
-            unsigned size_class = sizeclass_lookup[bytes] / SIZECLASS_STRIDE;
-            *heap_record_at(pagemap_find(block), block, size_class) =
-                (uint32_t)bytes | HEAP_RECORD_CALLOC;
+            *heap_record_at(pagemap_find(block), block) = (uint32_t)bytes | HEAP_RECORD_CALLOC;
             return counted(LFH_STATS_CALLOC, bytes, memset(block, 0, bytes));
         }
     }

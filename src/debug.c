@@ -85,7 +85,7 @@ static uint32_t *state_word(struct descriptor *desc, const void *block)
 {
     if (desc->class_index == HEAP_CLASS_LARGE)
         return &desc->large_flags;
-    return heap_record_of(desc, block);
+    return heap_record_at(desc, block);
 }
 
 static size_t request_of(const struct descriptor *desc, uint32_t word)

@@ -138,12 +138,12 @@ void debug_check_sized(void *ptr, struct descriptor *desc, size_t request, size_
 /* Reports a write to the freed block `block` (its fill is not intact). */
 void debug_report_fill(const struct descriptor *desc, const void *block) LFH_NOINLINE;
 
-/* malloc's fast path: `block`, of the tracked class whose size class is `size_class`,
+/* malloc's fast path: `block`, of a tracked class,
  * becomes a live block of `request` bytes with record `record` (state bits clear). */
-LFH_INLINE void debug_born_small(struct descriptor *desc, void *block, unsigned size_class,
-                                 size_t request, uint32_t record)
+LFH_INLINE void debug_born_small(struct descriptor *desc, void *block, size_t request,
+                                 uint32_t record)
 {
-    uint32_t *word = heap_record_at(desc, block, size_class);
+    uint32_t *word = heap_record_at(desc, block);
     if (debug_state_of(*word) == DEBUG_FREED && LFH_UNLIKELY(!debug_fill_intact(desc, block)))
         debug_report_fill(desc, block);
     *word = debug_with_state(record, DEBUG_LIVE);
@@ -158,7 +158,7 @@ LFH_INLINE bool debug_died_small(struct descriptor *desc, void *ptr, size_t *req
 {
     if (!desc->records || !heap_is_block_start(desc, ptr))
         return false;
-    uint32_t *word = heap_record_of(desc, ptr);
+    uint32_t *word = heap_record_at(desc, ptr);
     uint32_t record = *word;
     size_t bytes = record & HEAP_RECORD_REQUEST_MASK;
     if (debug_state_of(record) != DEBUG_LIVE || !debug_canary_intact(ptr, bytes))
@@ -194,10 +194,10 @@ LFH_INLINE void debug_check_sized(void *ptr, struct descriptor *desc, size_t req
 {
     (void)ptr, (void)desc, (void)request, (void)size, (void)align;
 }
-LFH_INLINE void debug_born_small(struct descriptor *desc, void *block, unsigned size_class,
-                                 size_t request, uint32_t record)
+LFH_INLINE void debug_born_small(struct descriptor *desc, void *block, size_t request,
+                                 uint32_t record)
 {
-    (void)desc, (void)block, (void)size_class, (void)request, (void)record;
+    (void)desc, (void)block, (void)request, (void)record;
 }
 LFH_INLINE bool debug_died_small(struct descriptor *desc, void *ptr, size_t *request)
 {

@@ -388,7 +388,7 @@ bool heap_props_get(const struct descriptor *d, const void *block, struct heap_p
     }
     if (!d->records)
         return false;
-    uint32_t record = *heap_record_of(d, block);
+    uint32_t record = *heap_record_at(d, block);
     record_decode(record, out);
     out->request = record & HEAP_RECORD_REQUEST_MASK;
     out->tracked = true;
@@ -409,7 +409,7 @@ void heap_props_set(struct descriptor *d, const void *block, const struct heap_p
         d->large_request = props->request;
         return;
     }
-    uint32_t *record = heap_record_of(d, block);
+    uint32_t *record = heap_record_at(d, block);
     *record = (*record & RECORD_KEPT) | record_flags(props) | (uint32_t)props->request;
 }
 

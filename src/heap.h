@@ -151,21 +151,17 @@ void heap_give_back(struct descriptor *desc, void *first, void *last, uint32_t c
 /* The same for a malloc block (the debug build records them all). */
 #define HEAP_RECORD_MALLOC (4u << HEAP_RECORD_ALIGN_SHIFT)
 
-/* The record of `block` in a superblock of a tracked class whose size class is
- * `size_class`. Records are plain memory: a block's record is written and read only by
- * whoever holds the block, and the program's own hand-off of the pointer orders those
- * accesses. */
-LFH_INLINE uint32_t *heap_record_at(const struct descriptor *desc, const void *block,
-                                    unsigned size_class)
+/* The record of `block`, a block of a superblock of a tracked class. Records are plain
+ * memory: a block's record is written and read only by whoever holds the block, and the
+ * program's own hand-off of the pointer orders those accesses. The block's index, offset
+ * x / block size d, comes from heap_is_block_start's c = floor(2^64 / d) + 1 = 2^64 / d +
+ * t (0 < t <= 1): x * c / 2^64 = x / d + x * t / 2^64, where x / d is at most q + (d - 1)
+ * / d for x = q * d + r, and x * t / 2^64 < 1 / d as x < 2^64 / d (superblocks are far
+ * smaller), so the high half of the product is q exactly. */
+LFH_INLINE uint32_t *heap_record_at(const struct descriptor *desc, const void *block)
 {
-    size_t offset = (size_t)((const char *)block - desc->start);
-    return &desc->records[sizeclass_block_index(size_class, offset)];
-}
-
-/* The same, for any small block of a tracked class. */
-LFH_INLINE uint32_t *heap_record_of(const struct descriptor *desc, const void *block)
-{
-    return heap_record_at(desc, block, heap_size_class(desc->class_index));
+    uint64_t offset = (uint64_t)((const char *)block - desc->start);
+    return &desc->records[(uint32_t)(((unsigned __int128)offset * desc->block_magic) >> 64)];
 }
 
 /* The record of the block at `block`, which the caller holds: its request size and

@@ -14,20 +14,6 @@ const uint32_t sizeclass_block_size[SIZECLASS_COUNT] = {
     7168,  8192,  10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
 };
 
-#define INDEX_MAGIC(size) ((((uint64_t)1 << 40) + (size) - 1) / (size))
-const uint64_t sizeclass_index_magic[SIZECLASS_COUNT] = {
-    INDEX_MAGIC(16),    INDEX_MAGIC(32),    INDEX_MAGIC(48),    INDEX_MAGIC(64),
-    INDEX_MAGIC(80),    INDEX_MAGIC(96),    INDEX_MAGIC(112),   INDEX_MAGIC(128),
-    INDEX_MAGIC(160),   INDEX_MAGIC(192),   INDEX_MAGIC(224),   INDEX_MAGIC(256),
-    INDEX_MAGIC(320),   INDEX_MAGIC(384),   INDEX_MAGIC(448),   INDEX_MAGIC(512),
-    INDEX_MAGIC(640),   INDEX_MAGIC(768),   INDEX_MAGIC(896),   INDEX_MAGIC(1024),
-    INDEX_MAGIC(1280),  INDEX_MAGIC(1536),  INDEX_MAGIC(1792),  INDEX_MAGIC(2048),
-    INDEX_MAGIC(2560),  INDEX_MAGIC(3072),  INDEX_MAGIC(3584),  INDEX_MAGIC(4096),
-    INDEX_MAGIC(5120),  INDEX_MAGIC(6144),  INDEX_MAGIC(7168),  INDEX_MAGIC(8192),
-    INDEX_MAGIC(10240), INDEX_MAGIC(12288), INDEX_MAGIC(14336), INDEX_MAGIC(16384),
-    INDEX_MAGIC(20480), INDEX_MAGIC(24576), INDEX_MAGIC(28672), INDEX_MAGIC(32768),
-};
-
 /* sizeclass_lookup[size] = class * SIZECLASS_STRIDE for size <= 1024: indexed by the
  * request itself, so malloc's fast path needs no arithmetic before the load (range
  * designators, a GNU C extension both gcc and clang accept, keep the table readable). */

@@ -45,18 +45,6 @@ LFH_INLINE unsigned sizeclass_of(size_t size)
     return 8u + (g - 7u) * 4u + (unsigned)((x >> (g - 2u)) & 3u);
 }
 
-/* ceil(2^40 / block size) per class: sizeclass_block_index divides by a multiply. */
-extern const uint64_t sizeclass_index_magic[SIZECLASS_COUNT];
-
-/* offset / block size of `cls`, for offsets below 2^24 (superblocks are at most 16 MiB):
- * with m = ceil(2^40 / d) = (2^40 + e) / d, e < d <= 2^15, offset * m / 2^40 exceeds
- * offset / d by less than offset * e / (d * 2^40) < 2^39 / (d * 2^40) <= 1 / (2 * d), too
- * little to reach the next integer. */
-LFH_INLINE uint32_t sizeclass_block_index(unsigned cls, size_t offset)
-{
-    return (uint32_t)((offset * sizeclass_index_magic[cls]) >> 40);
-}
-
 /* Bytes of the superblock that holds blocks of `cls` (a power of two). */
 size_t sizeclass_superblock_size(unsigned cls);
 
