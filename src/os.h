@@ -40,7 +40,10 @@ bool os_move(void *old, size_t old_size, void *dest, size_t new_size);
 
 /* Has `destructor(value)` run when this thread exits, under a process-wide pthread key
  * made on first use and kept in *key_plus_one (key + 1; 0 while none exists). False if
- * no key could be made: then nothing runs at exit. */
+ * no key could be made: then nothing runs at exit. A NULL value cancels the run for this
+ * thread; a destructor that sets a value again is run again (POSIX: up to
+ * PTHREAD_DESTRUCTOR_ITERATIONS rounds, and a fresh round after pthread_exit from inside
+ * a destructor). */
 bool os_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *), void *value);
 
 /* Retries the unmaps the kernel refused; cheap when there are none. Called when the

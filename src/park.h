@@ -30,6 +30,7 @@
     X(HEAP_DESC_FRESH, "heap.desc_fresh")                                                          \
     X(HEAP_DESC_CHUNK, "heap.desc_chunk")                                                          \
     X(TCACHE_FLUSH_CUT, "tcache.flush_cut")                                                        \
+    X(TCACHE_FLUSH_CLASS, "tcache.flush_class")                                                    \
     X(TCACHE_REMOTE_CUT, "tcache.remote_cut")                                                      \
     X(TCACHE_EXIT_COPIED, "tcache.exit_copied")                                                    \
     X(TCACHE_ADOPT_TAKEN, "tcache.adopt_taken")                                                    \

@@ -362,6 +362,8 @@ static unsigned flush_cache(struct tcache *tc)
         void *list = bin->head;
         bin_install(bin, cold, NULL, 0);
         cached += give_back_list(list);
+        if (list)
+            LFH_PARK(TCACHE_FLUSH_CLASS);
         cached += give_back_list(cold->spare);
         cold->spare = NULL;
         if (bin->bump != bin->bump_end)
@@ -431,6 +433,13 @@ static __thread struct tcache_hidden hidden_outer;
 static __thread unsigned hidden_busy;
 /* True while hidden_outer holds a complete save. */
 static __thread bool hidden_complete;
+
+/* Thread exit on a hidden cache has begun; has counted the cache. A handler that kills
+ * the thread during that exit makes glibc run it again (tcache_thread_exit), and the new
+ * run must neither give back what the first may have given back already (a half-flushed
+ * cache is only counted, as abandoned) nor count the cache twice. Set before the counter
+ * they guard, so a kill between the two loses one count rather than doubling one. */
+static __thread bool hidden_exit_begun, hidden_exit_counted;
 
 /* Relaxed counters: statistics, read by tcache_lost_get. */
 static _Atomic uint64_t lost_reclaimed, lost_abandoned, lost_blocks, lost_bytes;
@@ -511,11 +520,18 @@ static uint64_t count_held(void *block, uint64_t *bytes)
 /* Thread exit with the cache hidden: its handler never returned. */
 static void hidden_at_exit(struct tcache *tc)
 {
-    if (hidden_complete && hidden_busy == 0) {
+    bool first_run = !hidden_exit_begun;
+    hidden_exit_begun = true;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (hidden_exit_counted)
+        return;
+    if (first_run && hidden_complete && hidden_busy == 0) {
         /* Whole: put it back and return it to the heap (which also resets the credits,
          * one of which an interrupted free may have left at zero). */
         restore_bins(tc, &hidden_outer);
         flush_cache(tc);
+        hidden_exit_counted = true;
+        atomic_signal_fence(memory_order_seq_cst);
         atomic_fetch_add_explicit(&lost_reclaimed, 1, memory_order_relaxed);
         return;
     }
@@ -540,6 +556,8 @@ static void hidden_at_exit(struct tcache *tc)
     blocks += count_held(tc->remote_head, &bytes);
     tc->remote_head = NULL;
     tc->remote_count = 0;
+    hidden_exit_counted = true;
+    atomic_signal_fence(memory_order_seq_cst);
     atomic_fetch_add_explicit(&lost_abandoned, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&lost_blocks, blocks, memory_order_relaxed);
     atomic_fetch_add_explicit(&lost_bytes, bytes, memory_order_relaxed);
@@ -553,9 +571,12 @@ void tcache_lost_get(struct tcache_lost *out)
     out->abandoned_bytes = atomic_load_explicit(&lost_bytes, memory_order_relaxed);
 }
 
-static void tcache_thread_exit(void *unused)
+static void tcache_thread_exit(void *cache)
 {
-    (void)unused;
+    /* Armed again for the length of the hand-back. A signal handler that interrupts it and
+     * never returns (pthread_exit) unwinds to glibc's thread start, which runs the
+     * destructors again: this call then finds the cache hidden and accounts for it. */
+    os_at_thread_exit(&tcache_exit_key, tcache_thread_exit, cache);
     busy_enter();
     if (LFH_UNLIKELY(hide_depth != 0)) {
         hidden_at_exit(&tcache_self);
@@ -569,4 +590,7 @@ static void tcache_thread_exit(void *unused)
     }
     tcache_self.id = TCACHE_ID_EXITED;
     busy_leave();
+    /* Disarmed: the cache holds nothing any more. A handler that kills the thread from
+     * here on finds nothing to account for. */
+    os_at_thread_exit(&tcache_exit_key, tcache_thread_exit, NULL);
 }

@@ -23,6 +23,7 @@
 
 #include "arena.h"
 #include "park.h"
+#include "tcache.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -79,9 +80,29 @@ static _Atomic uint64_t hits[PARK_POINT_COUNT];
 static __thread bool in_victim; /* the victim and its helper threads */
 static sem_t parked_sem, release_sem;
 
+/* The point at which this thread dies, after passing it die_skip times; -1: none. */
+static __thread int die_at = -1;
+static __thread unsigned die_skip;
+static _Atomic unsigned deaths;
+
+/* What a signal handler that interrupted lfheap and never returns amounts to: lfheap's
+ * wrapper (sigwrap.c) hides the cache, then the handler calls pthread_exit. The parking
+ * variant is prefix-only and has no wrapper, so the test plays its part. */
+static _Noreturn void die_in_handler(void)
+{
+    struct tcache_hidden frame;
+    tcache_hide(&frame);
+    atomic_fetch_add(&deaths, 1);
+    pthread_exit(NULL);
+}
+
 static void park_here(enum park_point point)
 {
     atomic_fetch_add_explicit(&hits[point], 1, memory_order_relaxed);
+    if ((int)point == die_at && die_skip-- == 0) {
+        die_at = -1;
+        die_in_handler();
+    }
     if (!in_victim || (int)point != atomic_load(&armed))
         return;
     int expected = PARK_WAITING;
@@ -753,6 +774,108 @@ static bool run_point(int point, long ops)
     return ok;
 }
 
+/* ---- threads killed inside their own exit --------------------------------------- */
+
+#define DYING_SIZES  3
+#define DYING_BLOCKS 64
+static const size_t dying_sizes[DYING_SIZES] = {48, 160, 1024};
+
+struct dying {
+    int point;         /* where the thread dies in its exit */
+    unsigned skip;     /* after passing it this many times */
+    bool killed_first; /* killed outside lfheap's slow paths before it returns */
+};
+
+static void *dying_main(void *arg)
+{
+    const struct dying *d = arg;
+    /* Blocks of a few classes in the cache, so that its exit has lists to hand back. */
+    void *blocks[DYING_SIZES][DYING_BLOCKS];
+    for (unsigned c = 0; c < DYING_SIZES; c++)
+        for (unsigned i = 0; i < DYING_BLOCKS; i++) {
+            blocks[c][i] = lfh_malloc(dying_sizes[c]);
+            REQUIRE(blocks[c][i]);
+        }
+    for (unsigned c = 0; c < DYING_SIZES; c++)
+        for (unsigned i = 0; i < DYING_BLOCKS; i++)
+            lfh_free(blocks[c][i]);
+    die_at = d->point;
+    die_skip = d->skip;
+    if (d->killed_first)
+        die_in_handler();
+    return NULL;
+}
+
+static int compare_pointers(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* No block is handed out twice: a cache given back twice would put its blocks twice on
+ * their superblocks' free lists. Takes many blocks of the dying threads' classes, checks
+ * that they are distinct and keep their patterns. */
+static bool blocks_are_distinct(void)
+{
+    enum { COUNT = 4096 };
+    static void *taken[DYING_SIZES * COUNT];
+    bool ok = true;
+    for (unsigned c = 0; c < DYING_SIZES; c++)
+        for (unsigned i = 0; i < COUNT; i++) {
+            unsigned char *p = lfh_malloc(dying_sizes[c]);
+            REQUIRE(p);
+            pattern(p, dying_sizes[c], c * COUNT + i + 1, false, false);
+            taken[c * COUNT + i] = p;
+        }
+    for (unsigned c = 0; c < DYING_SIZES; c++)
+        for (unsigned i = 0; i < COUNT; i++)
+            if (pattern(taken[c * COUNT + i], dying_sizes[c], c * COUNT + i + 1, true, false))
+                ok = false;
+    qsort(taken, DYING_SIZES * COUNT, sizeof taken[0], compare_pointers);
+    for (unsigned i = 1; i < DYING_SIZES * COUNT; i++)
+        if (taken[i] == taken[i - 1])
+            ok = false;
+    for (unsigned i = 0; i < DYING_SIZES * COUNT; i++)
+        lfh_free(taken[i]);
+    return ok;
+}
+
+/* A handler that kills a thread inside its own exit (the cache hand-back is lfheap code
+ * like any other) makes glibc run the exit's destructors again: the cache must then be
+ * accounted for once, as abandoned, and nothing of it given back twice. */
+static bool killed_in_exit(const char *name, struct dying d, unsigned expected_deaths)
+{
+    struct tcache_lost before, after;
+    tcache_lost_get(&before);
+    unsigned deaths_before = atomic_load(&deaths);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, dying_main, &d) == 0);
+    pthread_join(t, NULL);
+    tcache_lost_get(&after);
+    unsigned died = atomic_load(&deaths) - deaths_before;
+    uint64_t reclaimed = after.reclaimed - before.reclaimed;
+    uint64_t abandoned = after.abandoned - before.abandoned;
+    uint64_t blocks = after.abandoned_blocks - before.abandoned_blocks;
+    bool distinct = blocks_are_distinct();
+    bool works = heap_works();
+    bool ok = died == expected_deaths && reclaimed == 0 && abandoned == 1 && distinct && works;
+    printf("%s %s: killed %u time(s) (%u expected); caches reclaimed %llu, abandoned %llu "
+           "(%llu blocks); blocks distinct afterwards: %s; heap works: %s\n",
+           ok ? "PASS" : "FAIL", name, died, expected_deaths, (unsigned long long)reclaimed,
+           (unsigned long long)abandoned, (unsigned long long)blocks, distinct ? "yes" : "NO",
+           works ? "yes" : "NO");
+    fflush(stdout);
+    return ok;
+}
+
+static bool selected(int argc, char **argv, const char *name)
+{
+    bool chosen = argc <= 2;
+    for (int i = 2; i < argc; i++)
+        chosen |= strcmp(argv[i], name) == 0;
+    return chosen;
+}
+
 int main(int argc, char **argv)
 {
     long ops = argc > 1 ? atol(argv[1]) : 1500000;
@@ -762,14 +885,25 @@ int main(int argc, char **argv)
     atomic_store_explicit(&park_hook, park_here, memory_order_release);
     int failed = 0, ran = 0;
     for (int point = 0; point < PARK_POINT_COUNT; point++) {
-        bool selected = argc <= 2;
-        for (int i = 2; i < argc; i++)
-            selected |= strcmp(argv[i], park_point_names[point]) == 0;
-        if (!selected)
+        if (!selected(argc, argv, park_point_names[point]))
             continue;
         ran++;
         if (!run_point(point, ops))
             failed++;
+    }
+    /* Killed after copying its cache for an orphan slot: the copy is not published, the
+     * cache is still the thread's, and the second run finds it hidden mid-exit. */
+    if (selected(argc, argv, "exit.killed_after_copy")) {
+        ran++;
+        struct dying d = {.point = PARK_TCACHE_EXIT_COPIED};
+        failed += !killed_in_exit("exit.killed_after_copy", d, 1);
+    }
+    /* Killed outside every slow path, so its exit gives the whole cache back, and killed
+     * again in the middle of that: one class given back, the others not. */
+    if (selected(argc, argv, "exit.killed_while_reclaimed")) {
+        ran++;
+        struct dying d = {.point = PARK_TCACHE_FLUSH_CLASS, .skip = 1, .killed_first = true};
+        failed += !killed_in_exit("exit.killed_while_reclaimed", d, 2);
     }
     if (ran == 0) {
         printf("FAIL no parking point matches the names given\n");

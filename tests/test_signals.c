@@ -652,13 +652,18 @@ static __thread sigjmp_buf *jump_target;
  * while it unwinds and runs its exit (lfheap's cache hand-back among it) must not make it
  * leave a second time, from the middle of its own exit, which no count could follow. */
 static __thread int leaving;
+/* Set when the doomed thread returns from its start routine. What it runs from then on,
+ * lfheap's cache hand-back among it, is its exit: a handler that killed it there would
+ * be counted here but, past the hand-back, not by lfheap (tests/test_parking.c kills
+ * threads inside their exit on purpose). */
+static __thread volatile sig_atomic_t returning;
 
 /* Leaves only when this signal interrupted lfheap (a slow path, if kill_slow_only): the
  * only thread receiving signals is the doomed one, so the counters tell. */
 static void doom_handler(int sig)
 {
     (void)sig;
-    if (leaving)
+    if (leaving || returning)
         return;
     if (atomic_load(&jumped)) {
         /* A survivor of siglongjmp, its cache still hidden: handlers keep working. */
@@ -738,6 +743,7 @@ static void *doomed_main(void *arg)
         for (unsigned i = 64; i < DOOMED_BLOCKS; i++)
             doomed_release(i);
     }
+    returning = 1;
     return NULL;
 }
 
