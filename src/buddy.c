@@ -574,29 +574,49 @@ static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_
     return 0;
 }
 
-size_t buddy_metadata_size(size_t size, size_t min_chunk, size_t max_chunk, unsigned flags)
+/* Sets the shape of an instance over `size` bytes in b and lays out its metadata
+ * mapping: the header, then the tree (1-level) or the bunch words (packed), then index[].
+ * Returns the mapping's size, with the offsets of the tree or words (`nodes_at`) and of
+ * index[], and sets the bunch levels' first words (packed). The bunch roots sit at
+ * base_level, base_level + 4, ...: their count depends on max_chunk, not only on the
+ * depth, since the last bunch level is the deepest one congruent to base_level mod 4, so
+ * a smaller max_chunk can need up to eight times the words of max_chunk = size (depth
+ * 10: 1092 words with base_level 2, 273 with base_level 0). */
+static size_t buddy_lay_out(struct buddy *b, size_t size, size_t min_chunk, size_t max_chunk,
+                            unsigned flags, size_t *nodes_at, size_t *index_at)
 {
-    if (!max_chunk)
-        max_chunk = size;
-    unsigned depth = (unsigned)__builtin_ctzll(size) - (unsigned)__builtin_ctzll(min_chunk);
-    unsigned base_level = (unsigned)__builtin_ctzll(size) - (unsigned)__builtin_ctzll(max_chunk);
+    b->size = size;
+    b->max_chunk = max_chunk;
+    b->size_shift = (unsigned)__builtin_ctzll(size);
+    b->min_shift = (unsigned)__builtin_ctzll(min_chunk);
+    b->depth = b->size_shift - b->min_shift;
+    b->base_level = b->size_shift - (unsigned)__builtin_ctzll(max_chunk);
+    b->flags = flags;
     size_t bytes = (sizeof(struct buddy) + 63) & ~(size_t)63;
+    *nodes_at = bytes;
     if (flags & BUDDY_PACKED) {
-        /* The bunch roots sit at base_level, base_level + 4, ...: the same loop as in
-         * buddy_create. The count depends on max_chunk, not only on the depth: the last
-         * bunch level is the deepest one congruent to base_level mod 4, so a smaller
-         * max_chunk can need up to eight times the words of max_chunk = size (depth 10:
-         * 1092 words with base_level 2, 273 with base_level 0). */
         size_t words = 0;
-        for (unsigned r = base_level; r <= depth; r += 4)
+        b->bunch_levels = 0;
+        for (unsigned r = b->base_level; r <= b->depth; r += 4) {
+            b->bunch_offset[b->bunch_levels++] = words;
             words += (size_t)1 << r;
+        }
         bytes += words * sizeof(uint64_t);
     } else {
-        bytes += ((size_t)2 << depth) * sizeof(uint32_t);
+        bytes += ((size_t)2 << b->depth) * sizeof(uint32_t);
     }
     bytes = (bytes + 63) & ~(size_t)63;
-    bytes += (size_t)1 << depth; /* index[] */
+    *index_at = bytes;
+    bytes += (size_t)1 << b->depth; /* index[] */
     return (bytes + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+}
+
+size_t buddy_metadata_size(size_t size, size_t min_chunk, size_t max_chunk, unsigned flags)
+{
+    struct buddy shape;
+    size_t nodes_at, index_at;
+    return buddy_lay_out(&shape, size, min_chunk, max_chunk ? max_chunk : size, flags, &nodes_at,
+                         &index_at);
 }
 
 static inline bool is_pow2(size_t x)
@@ -616,11 +636,6 @@ struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t m
         errno = EINVAL;
         return NULL;
     }
-    unsigned size_shift = (unsigned)__builtin_ctzll(size);
-    unsigned min_shift = (unsigned)__builtin_ctzll(min_chunk);
-    unsigned depth = size_shift - min_shift;
-    unsigned base_level = size_shift - (unsigned)__builtin_ctzll(max_chunk);
-
     size_t meta_size = buddy_metadata_size(size, min_chunk, max_chunk, flags);
     char *meta = os_map(meta_size, OS_PAGE_SIZE);
     if (!meta) {
@@ -642,34 +657,18 @@ struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t m
     /* The metadata mapping is zero-filled: tree[], words[] and index[] start empty
      * (NBBS §3.2: both arrays are initialised to zero). */
     struct buddy *b = (struct buddy *)meta;
-    size_t at = (sizeof(struct buddy) + 63) & ~(size_t)63;
+    size_t nodes_at, index_at;
+    buddy_lay_out(b, size, min_chunk, max_chunk, flags, &nodes_at, &index_at);
     b->base = region;
-    b->size = size;
-    b->max_chunk = max_chunk;
-    b->size_shift = size_shift;
-    b->min_shift = min_shift;
-    b->depth = depth;
-    b->base_level = base_level;
-    b->flags = flags;
     b->owns_region = owns_region;
     b->meta_size = meta_size;
     /* relaxed: only uniqueness matters, nothing is published through the counter. */
     b->serial = atomic_fetch_add_explicit(&buddy_serial_counter, 1, memory_order_relaxed) + 1;
-    if (flags & BUDDY_PACKED) {
-        size_t words = 0;
-        b->bunch_levels = 0;
-        for (unsigned r = base_level; r <= depth; r += 4) {
-            b->bunch_offset[b->bunch_levels++] = words;
-            words += (size_t)1 << r;
-        }
-        b->words = (_Atomic uint64_t *)(meta + at);
-        at += words * sizeof(uint64_t);
-    } else {
-        b->tree = (_Atomic uint32_t *)(meta + at);
-        at += ((size_t)2 << depth) * sizeof(uint32_t);
-    }
-    at = (at + 63) & ~(size_t)63;
-    b->index = (_Atomic uint8_t *)(meta + at);
+    if (flags & BUDDY_PACKED)
+        b->words = (_Atomic uint64_t *)(meta + nodes_at);
+    else
+        b->tree = (_Atomic uint32_t *)(meta + nodes_at);
+    b->index = (_Atomic uint8_t *)(meta + index_at);
     /* The instance is handed to other threads by the caller, whose own synchronisation
      * (thread creation, a release store of the pointer) publishes these plain writes. */
     return b;
