@@ -202,15 +202,35 @@ static const char *const routine_names[LFH_STATS_ROUTINES] = {
     "resize",         "aligned_resize", "realloc", "aligned_realloc",
 };
 
-/* "name" padded to a column. */
-static void out_label(struct out *o, const char *name)
+/* A row: its label, then "name value" for each field, separated by "; ". The caller
+ * ends the line. */
+#define OUT_ROW(o, label, ...)                                                                     \
+    out_row(o, label, (const struct field[]){__VA_ARGS__},                                         \
+            sizeof((const struct field[]){__VA_ARGS__}) / sizeof(struct field))
+
+struct field {
+    const char *name;
+    uint64_t value;
+};
+
+static void out_row(struct out *o, const char *label, const struct field *fields, size_t count)
 {
     out_str(o, "  ");
-    out_str(o, name);
-    for (size_t n = strlen(name); n < 16; n++)
+    out_str(o, label);
+    for (size_t n = strlen(label); n < 16; n++)
         out_str(o, " ");
+    for (size_t i = 0; i < count; i++) {
+        if (i)
+            out_str(o, "; ");
+        if (fields[i].name[0]) {
+            out_str(o, fields[i].name);
+            out_str(o, " ");
+        }
+        out_num(o, fields[i].value);
+    }
 }
 
+/* "; storage request / alloc bytes" and the end of the line. */
 static void out_storage(struct out *o, uint64_t request, uint64_t alloc)
 {
     out_str(o, "; storage ");
@@ -220,13 +240,11 @@ static void out_storage(struct out *o, uint64_t request, uint64_t alloc)
     out_str(o, " bytes\n");
 }
 
-static void out_os(struct out *o, const char *name, const struct lfh_stats_os *os)
+/* A count and its bytes: " count, bytes bytes" and the end of the line. */
+static void out_live(struct out *o, uint64_t bytes)
 {
-    out_label(o, name);
-    out_str(o, "calls ");
-    out_num(o, os->calls);
-    out_str(o, "; storage ");
-    out_num(o, os->bytes);
+    out_str(o, ", ");
+    out_num(o, bytes);
     out_str(o, " bytes\n");
 }
 
@@ -244,89 +262,48 @@ static void stats_print(int fd)
         out_str(&o, " (storage request / allocation)\n");
         for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++) {
             const struct lfh_stats_calls *c = &s.routine[r];
-            out_label(&o, routine_names[r]);
-            out_str(&o, "calls ");
-            out_num(&o, c->calls);
-            out_str(&o, "; 0-byte ");
-            out_num(&o, c->zero_calls);
-            out_str(&o, "; failed ");
-            out_num(&o, c->failures);
+            OUT_ROW(&o, routine_names[r], {"calls", c->calls}, {"0-byte", c->zero_calls},
+                    {"failed", c->failures});
             out_storage(&o, c->request_bytes, c->alloc_bytes);
         }
-        out_label(&o, "free");
-        out_str(&o, "calls ");
-        out_num(&o, s.free.calls);
-        out_str(&o, "; null ");
-        out_num(&o, s.free.null_calls);
-        out_str(&o, "; invalid ");
-        out_num(&o, s.free.invalid_calls);
+        OUT_ROW(&o, "free", {"calls", s.free.calls}, {"null", s.free.null_calls},
+                {"invalid", s.free.invalid_calls});
         out_storage(&o, s.free.request_bytes, s.free.alloc_bytes);
-        out_label(&o, "remote frees");
-        out_str(&o, "blocks ");
-        out_num(&o, s.remote_frees);
-        out_str(&o, "; storage ");
-        out_num(&o, s.remote_bytes);
+        OUT_ROW(&o, "remote frees", {"blocks", s.remote_frees}, {"storage", s.remote_bytes});
         out_str(&o, " bytes\n");
-        out_label(&o, "in use");
-        out_num(&o, s.bytes_in_use);
+        OUT_ROW(&o, "in use", {"", s.bytes_in_use});
         out_str(&o, " bytes in blocks\n");
-        out_os(&o, "mmap", &s.mmap);
-        out_os(&o, "munmap", &s.munmap);
-        out_os(&o, "madvise", &s.madvise);
-        out_os(&o, "mremap", &s.mremap);
-        out_label(&o, "threads");
-        out_str(&o, "started ");
-        out_num(&o, s.threads_started);
-        out_str(&o, "; exited ");
-        out_num(&o, s.threads_exited);
+        const struct {
+            const char *name;
+            const struct lfh_stats_os *os;
+        } os_rows[] = {{"mmap", &s.mmap},
+                       {"munmap", &s.munmap},
+                       {"madvise", &s.madvise},
+                       {"mremap", &s.mremap}};
+        for (unsigned i = 0; i < sizeof os_rows / sizeof os_rows[0]; i++) {
+            OUT_ROW(&o, os_rows[i].name, {"calls", os_rows[i].os->calls},
+                    {"storage", os_rows[i].os->bytes});
+            out_str(&o, " bytes\n");
+        }
+        OUT_ROW(&o, "threads", {"started", s.threads_started}, {"exited", s.threads_exited});
         out_str(&o, "\n");
-        out_label(&o, "caches");
-        out_str(&o, "new ");
-        out_num(&o, s.caches_new);
-        out_str(&o, "; adopted ");
-        out_num(&o, s.caches_adopted);
-        out_str(&o, "; orphaned ");
-        out_num(&o, s.caches_orphaned);
-        out_str(&o, "; flushed ");
-        out_num(&o, s.caches_flushed);
+        OUT_ROW(&o, "caches", {"new", s.caches_new}, {"adopted", s.caches_adopted},
+                {"orphaned", s.caches_orphaned}, {"flushed", s.caches_flushed});
         out_str(&o, "\n");
-        out_label(&o, "superblocks");
-        out_str(&o, "created ");
-        out_num(&o, s.superblocks_created);
-        out_str(&o, "; released ");
-        out_num(&o, s.superblocks_released);
-        out_str(&o, "; live ");
-        out_num(&o, s.superblocks_live);
+        OUT_ROW(&o, "superblocks", {"created", s.superblocks_created},
+                {"released", s.superblocks_released}, {"live", s.superblocks_live});
         out_str(&o, "\n");
-        out_label(&o, "large blocks");
-        out_str(&o, "allocated ");
-        out_num(&o, s.large_allocated);
-        out_str(&o, "; freed ");
-        out_num(&o, s.large_freed);
-        out_str(&o, "; live ");
-        out_num(&o, s.large_live);
-        out_str(&o, ", ");
-        out_num(&o, s.large_live_bytes);
-        out_str(&o, " bytes\n");
-        out_label(&o, "huge blocks");
-        out_str(&o, "allocated ");
-        out_num(&o, s.huge_allocated);
-        out_str(&o, "; freed ");
-        out_num(&o, s.huge_freed);
-        out_str(&o, "; live ");
-        out_num(&o, s.huge_live);
-        out_str(&o, ", ");
-        out_num(&o, s.huge_live_bytes);
-        out_str(&o, " bytes\n");
+        OUT_ROW(&o, "large blocks", {"allocated", s.large_allocated}, {"freed", s.large_freed},
+                {"live", s.large_live});
+        out_live(&o, s.large_live_bytes);
+        OUT_ROW(&o, "huge blocks", {"allocated", s.huge_allocated}, {"freed", s.huge_freed},
+                {"live", s.huge_live});
+        out_live(&o, s.huge_live_bytes);
     }
-    out_label(&o, "arenas");
-    out_num(&o, s.arenas);
-    out_str(&o, "; storage ");
-    out_num(&o, s.arena_bytes);
+    OUT_ROW(&o, "arenas", {"", s.arenas}, {"storage", s.arena_bytes});
     out_str(&o, " bytes\n");
     if (s.debug) {
-        out_label(&o, "requested");
-        out_num(&o, s.request_in_use);
+        OUT_ROW(&o, "requested", {"", s.request_in_use});
         out_str(&o, " bytes in live blocks\n");
     }
     out_flush(&o);
