@@ -434,12 +434,11 @@ static __thread unsigned hidden_busy;
 /* True while hidden_outer holds a complete save. */
 static __thread bool hidden_complete;
 
-/* Thread exit on a hidden cache has begun; has counted the cache. A handler that kills
- * the thread during that exit makes glibc run it again (tcache_thread_exit), and the new
- * run must neither give back what the first may have given back already (a half-flushed
- * cache is only counted, as abandoned) nor count the cache twice. Set before the counter
- * they guard, so a kill between the two loses one count rather than doubling one. */
-static __thread bool hidden_exit_begun, hidden_exit_counted;
+/* Thread exit has counted the hidden cache. A handler that kills the thread during that
+ * exit makes glibc run it again (tcache_thread_exit), which must not count it twice. Set
+ * before the counter it guards, so a kill between the two loses one count rather than
+ * doubling one. */
+static __thread bool hidden_exit_counted;
 
 /* Relaxed counters: statistics, read by tcache_lost_get. */
 static _Atomic uint64_t lost_reclaimed, lost_abandoned, lost_blocks, lost_bytes;
@@ -520,14 +519,15 @@ static uint64_t count_held(void *block, uint64_t *bytes)
 /* Thread exit with the cache hidden: its handler never returned. */
 static void hidden_at_exit(struct tcache *tc)
 {
-    bool first_run = !hidden_exit_begun;
-    hidden_exit_begun = true;
-    atomic_signal_fence(memory_order_seq_cst);
     if (hidden_exit_counted)
         return;
-    if (first_run && hidden_complete && hidden_busy == 0) {
+    if (hidden_complete && hidden_busy == 0) {
         /* Whole: put it back and return it to the heap (which also resets the credits,
-         * one of which an interrupted free may have left at zero). */
+         * one of which an interrupted free may have left at zero). From here on the save
+         * is no cache to put back: a run after a kill in the middle of this one finds it
+         * incomplete and only counts it, as abandoned, giving nothing back twice. */
+        hidden_complete = false;
+        atomic_signal_fence(memory_order_seq_cst);
         restore_bins(tc, &hidden_outer);
         flush_cache(tc);
         hidden_exit_counted = true;
