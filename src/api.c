@@ -229,12 +229,10 @@ LFH_EXPORT int lfh_posix_memalign(void **memptr, size_t alignment, size_t size)
         counted(LFH_STATS_POSIX_MEMALIGN, size, NULL);
         return EINVAL;
     }
-    int saved = errno;
+    /* On failure errno is ENOMEM too, as glibc leaves it (its tests check that). */
     void *block = counted(LFH_STATS_POSIX_MEMALIGN, size, alloc_aligned(alignment, size, false));
-    if (!block) {
-        errno = saved;
+    if (!block)
         return ENOMEM;
-    }
     *memptr = block;
     return 0;
 }
