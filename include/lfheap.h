@@ -58,6 +58,17 @@ void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size) LFH_MALLOC_A
 void *lfh_resize(void *ptr, size_t size);
 void *lfh_aligned_resize(void *ptr, size_t alignment, size_t size);
 void *lfh_aligned_realloc(void *ptr, size_t alignment, size_t size);
+/* The same for dim * elem_size bytes. */
+void *lfh_resizearray(void *ptr, size_t dim, size_t elem_size);
+void *lfh_aligned_resizearray(void *ptr, size_t alignment, size_t dim, size_t elem_size);
+void *lfh_aligned_reallocarray(void *ptr, size_t alignment, size_t dim, size_t elem_size);
+/* realloc and aligned_realloc (and their array forms) that leave the result in *ptrp and
+ * return 0, or on failure return the error number (ENOMEM, EINVAL) and leave *ptrp and
+ * errno unchanged: `posix_realloc(&p, n)` cannot lose p. EINVAL if ptrp is NULL. */
+int lfh_posix_realloc(void **ptrp, size_t size);
+int lfh_posix_reallocarray(void **ptrp, size_t dim, size_t elem_size);
+int lfh_posix_aligned_realloc(void **ptrp, size_t alignment, size_t size);
+int lfh_posix_aligned_reallocarray(void **ptrp, size_t alignment, size_t dim, size_t elem_size);
 /* The request size of a block from any routine but plain malloc (and realloc of such a
  * block), whose small blocks keep no record: for those, the usable size. 0 for NULL and
  * for pointers lfheap did not hand out. */
@@ -67,8 +78,17 @@ size_t lfh_malloc_size(void *ptr);
 size_t lfh_malloc_alignment(void *ptr);
 /* Whether the block has the sticky zero-fill property. */
 bool lfh_malloc_zero_fill(void *ptr);
+/* Whether the block belongs to another thread's heap: a small block whose superblock the
+ * calling thread's cache does not own, so that freeing it here sends it back rather
+ * than into this thread's cache. False for large blocks, NULL and foreign pointers. */
+bool lfh_malloc_remote(void *ptr);
+/* Requests above this many bytes get a mapping of their own instead of arena pages
+ * (llheap's crossover to mmap). */
+size_t lfh_malloc_mmap_start(void);
+/* The bytes by which lfheap grows its address space at a time (an arena). */
+size_t lfh_malloc_extend(void);
 
-/* The release libraries also export these three without the prefix. */
+/* The libraries also export these three without the prefix, as weak symbols (below). */
 size_t malloc_size(void *ptr);
 size_t malloc_alignment(void *ptr);
 bool malloc_zero_fill(void *ptr);
@@ -147,6 +167,13 @@ int lfh_stats_get(struct lfh_stats *out);
 void lfh_malloc_stats(void);
 /* Sets the statistics file descriptor; returns the previous one. */
 int lfh_malloc_stats_fd(int fd);
+/* llheap's statistics control: malloc_stats_clear makes every count so far zero for the
+ * reports that follow (lfh_stats_get, malloc_stats, malloc_info, heap_stats; the live
+ * figures, differences of counts, are not changed); heap_stats prints the calls counted
+ * by the calling thread's heap (its counters, which also hold those of earlier threads
+ * that used them). */
+void lfh_malloc_stats_clear(void);
+void lfh_heap_stats(void);
 /* Writes the totals as XML to fp's file descriptor, after fflush(fp). options must be 0
  * (EINVAL otherwise); a stream without a file descriptor gives EINVAL. 0 on success, -1
  * on error. */
@@ -166,33 +193,29 @@ int malloc_stats_fd(int fd);
  * unfreed at exit. A program that preloads the library must export it (-rdynamic). */
 size_t malloc_unfreed(void);
 
-/* llheap's own names, for programs that ask for them: they are not exported by the
- * library (a preloaded library must not capture other libraries' symbols). */
+/* llheap's own names. Every release library exports them as weak symbols, so that a
+ * program's own function of the same name takes precedence (and links with the static
+ * library); declared here only for programs that define LFHEAP_LLHEAP_NAMES, as a
+ * program with such a function of its own may use lfheap.h too. */
 #ifdef LFHEAP_LLHEAP_NAMES
-static inline void *aalloc(size_t dim, size_t elem_size)
-{
-    return lfh_aalloc(dim, elem_size);
-}
-static inline void *amemalign(size_t alignment, size_t dim, size_t elem_size)
-{
-    return lfh_amemalign(alignment, dim, elem_size);
-}
-static inline void *cmemalign(size_t alignment, size_t dim, size_t elem_size)
-{
-    return lfh_cmemalign(alignment, dim, elem_size);
-}
-static inline void *resize(void *ptr, size_t size)
-{
-    return lfh_resize(ptr, size);
-}
-static inline void *aligned_resize(void *ptr, size_t alignment, size_t size)
-{
-    return lfh_aligned_resize(ptr, alignment, size);
-}
-static inline void *aligned_realloc(void *ptr, size_t alignment, size_t size)
-{
-    return lfh_aligned_realloc(ptr, alignment, size);
-}
+void *aalloc(size_t dim, size_t elem_size) LFH_MALLOC_ATTR;
+void *amemalign(size_t alignment, size_t dim, size_t elem_size) LFH_MALLOC_ATTR;
+void *cmemalign(size_t alignment, size_t dim, size_t elem_size) LFH_MALLOC_ATTR;
+void *resize(void *ptr, size_t size);
+void *resizearray(void *ptr, size_t dim, size_t elem_size);
+void *aligned_resize(void *ptr, size_t alignment, size_t size);
+void *aligned_resizearray(void *ptr, size_t alignment, size_t dim, size_t elem_size);
+void *aligned_realloc(void *ptr, size_t alignment, size_t size);
+void *aligned_reallocarray(void *ptr, size_t alignment, size_t dim, size_t elem_size);
+int posix_realloc(void **ptrp, size_t size);
+int posix_reallocarray(void **ptrp, size_t dim, size_t elem_size);
+int posix_aligned_realloc(void **ptrp, size_t alignment, size_t size);
+int posix_aligned_reallocarray(void **ptrp, size_t alignment, size_t dim, size_t elem_size);
+bool malloc_remote(void *ptr);
+size_t malloc_mmap_start(void);
+size_t malloc_extend(void);
+void malloc_stats_clear(void);
+void heap_stats(void);
 #endif
 
 #ifdef __cplusplus

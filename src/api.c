@@ -652,6 +652,86 @@ LFH_EXPORT void *lfh_aligned_resize(void *ptr, size_t alignment, size_t size)
     return resize_call(LFH_STATS_ALIGNED_RESIZE, "aligned_resize", ptr, size, alignment, true);
 }
 
+/* llheap's array forms: dim * elem_size bytes; a product that overflows fails like a
+ * request above PTRDIFF_MAX (ENOMEM, the old block untouched). */
+static size_t array_bytes(size_t dim, size_t elem_size)
+{
+    size_t bytes;
+    return __builtin_mul_overflow(dim, elem_size, &bytes) ? SIZE_MAX : bytes;
+}
+
+LFH_EXPORT void *lfh_resizearray(void *ptr, size_t dim, size_t elem_size)
+{
+    return lfh_resize(ptr, array_bytes(dim, elem_size));
+}
+
+LFH_EXPORT void *lfh_aligned_resizearray(void *ptr, size_t alignment, size_t dim, size_t elem_size)
+{
+    return lfh_aligned_resize(ptr, alignment, array_bytes(dim, elem_size));
+}
+
+LFH_EXPORT void *lfh_aligned_reallocarray(void *ptr, size_t alignment, size_t dim, size_t elem_size)
+{
+    return lfh_aligned_realloc(ptr, alignment, array_bytes(dim, elem_size));
+}
+
+/* llheap's POSIX-style forms: the result goes to *ptrp and the error number is the
+ * return value, so that `posix_realloc(&p, n)` cannot lose p when it fails. On failure
+ * *ptrp and errno keep their values. `aligned`: aligned_realloc, else realloc. */
+static int posix_realloc_call(void **ptrp, bool aligned, size_t alignment, size_t size)
+{
+    if (!ptrp)
+        return EINVAL;
+    int saved_errno = errno;
+    void *fresh = aligned ? lfh_aligned_realloc(*ptrp, alignment, size) : lfh_realloc(*ptrp, size);
+    /* realloc returns NULL for a size of 0 only after freeing the block (or ignoring a
+     * pointer it never handed out, as free does). */
+    if (fresh == NULL && size != 0) {
+        int error = errno;
+        errno = saved_errno;
+        return error;
+    }
+    *ptrp = fresh;
+    return 0;
+}
+
+LFH_EXPORT int lfh_posix_realloc(void **ptrp, size_t size)
+{
+    return posix_realloc_call(ptrp, false, 0, size);
+}
+
+LFH_EXPORT int lfh_posix_reallocarray(void **ptrp, size_t dim, size_t elem_size)
+{
+    return posix_realloc_call(ptrp, false, 0, array_bytes(dim, elem_size));
+}
+
+LFH_EXPORT int lfh_posix_aligned_realloc(void **ptrp, size_t alignment, size_t size)
+{
+    return posix_realloc_call(ptrp, true, alignment, size);
+}
+
+LFH_EXPORT int lfh_posix_aligned_reallocarray(void **ptrp, size_t alignment, size_t dim,
+                                              size_t elem_size)
+{
+    return posix_realloc_call(ptrp, true, alignment, array_bytes(dim, elem_size));
+}
+
+LFH_EXPORT bool lfh_malloc_remote(void *ptr)
+{
+    struct descriptor *desc = block_descriptor(ptr);
+    return desc && desc->class_index != HEAP_CLASS_LARGE && !tcache_owns(desc);
+}
+
+LFH_EXPORT size_t lfh_malloc_mmap_start(void)
+{
+    return ARENA_MAX_CHUNK;
+}
+
+LFH_EXPORT size_t lfh_malloc_extend(void)
+{
+    return ARENA_SIZE;
+}
+
 LFH_EXPORT int lfh_malloc_trim(size_t pad)
 {
     (void)pad;
@@ -684,9 +764,31 @@ LFH_ALIAS(valloc, lfh_valloc);
 LFH_ALIAS(pvalloc, lfh_pvalloc);
 LFH_ALIAS(malloc_usable_size, lfh_malloc_usable_size);
 LFH_ALIAS(malloc_trim, lfh_malloc_trim);
-LFH_ALIAS(malloc_size, lfh_malloc_size);
-LFH_ALIAS(malloc_alignment, lfh_malloc_alignment);
-LFH_ALIAS(malloc_zero_fill, lfh_malloc_zero_fill);
+
+/* llheap's names. Weak, so that a program with a function of the same name links with
+ * the static library (and keeps its own: it also interposes the shared one). */
+#define LFH_WEAK_ALIAS(name, target)                                                               \
+    extern __typeof(target) name __attribute__((weak, alias(#target), visibility("default")))
+
+LFH_WEAK_ALIAS(aalloc, lfh_aalloc);
+LFH_WEAK_ALIAS(amemalign, lfh_amemalign);
+LFH_WEAK_ALIAS(cmemalign, lfh_cmemalign);
+LFH_WEAK_ALIAS(resize, lfh_resize);
+LFH_WEAK_ALIAS(resizearray, lfh_resizearray);
+LFH_WEAK_ALIAS(aligned_resize, lfh_aligned_resize);
+LFH_WEAK_ALIAS(aligned_resizearray, lfh_aligned_resizearray);
+LFH_WEAK_ALIAS(aligned_realloc, lfh_aligned_realloc);
+LFH_WEAK_ALIAS(aligned_reallocarray, lfh_aligned_reallocarray);
+LFH_WEAK_ALIAS(posix_realloc, lfh_posix_realloc);
+LFH_WEAK_ALIAS(posix_reallocarray, lfh_posix_reallocarray);
+LFH_WEAK_ALIAS(posix_aligned_realloc, lfh_posix_aligned_realloc);
+LFH_WEAK_ALIAS(posix_aligned_reallocarray, lfh_posix_aligned_reallocarray);
+LFH_WEAK_ALIAS(malloc_size, lfh_malloc_size);
+LFH_WEAK_ALIAS(malloc_alignment, lfh_malloc_alignment);
+LFH_WEAK_ALIAS(malloc_zero_fill, lfh_malloc_zero_fill);
+LFH_WEAK_ALIAS(malloc_remote, lfh_malloc_remote);
+LFH_WEAK_ALIAS(malloc_mmap_start, lfh_malloc_mmap_start);
+LFH_WEAK_ALIAS(malloc_extend, lfh_malloc_extend);
 
 /* glibc's own entry points, which parts of glibc and some programs call directly: with
  * these, no allocation escapes to glibc's heap. */

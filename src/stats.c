@@ -103,20 +103,57 @@ void stats_add_slow(unsigned counter, uint64_t n)
     atomic_fetch_add_explicit(&stats_shared.count[counter], n, memory_order_relaxed);
 }
 
-void stats_sum(uint64_t total[STATS_COUNTERS])
+/* Adds one block's counters to `total`: whole, or since malloc_stats_clear. */
+static void block_add(uint64_t total[STATS_COUNTERS], struct stats_block *b, bool since_clear)
 {
-    for (unsigned i = 0; i < STATS_COUNTERS; i++)
-        total[i] = atomic_load_explicit(&stats_shared.count[i], memory_order_relaxed);
+    for (unsigned i = 0; i < STATS_COUNTERS; i++) {
+        /* Acquire pairs with stats_clear's release store: the count it read happened
+         * before, so the count read next is at least that (counts only grow). */
+        uint64_t base =
+            since_clear ? atomic_load_explicit(&b->cleared[i], memory_order_acquire) : 0;
+        total[i] += atomic_load_explicit(&b->count[i], memory_order_relaxed) - base;
+    }
+}
+
+static void stats_sum_all(uint64_t total[STATS_COUNTERS], bool since_clear)
+{
+    memset(total, 0, STATS_COUNTERS * sizeof total[0]);
+    block_add(total, &stats_shared, since_clear);
     for (struct stats_block *b = atomic_load_explicit(&stats_registry, memory_order_acquire); b;
          b = b->next_all)
-        for (unsigned i = 0; i < STATS_COUNTERS; i++)
-            total[i] += atomic_load_explicit(&b->count[i], memory_order_relaxed);
+        block_add(total, b, since_clear);
+}
+
+void stats_sum(uint64_t total[STATS_COUNTERS])
+{
+    stats_sum_all(total, false);
+}
+
+static void block_clear(struct stats_block *b)
+{
+    for (unsigned i = 0; i < STATS_COUNTERS; i++)
+        atomic_store_explicit(&b->cleared[i],
+                              atomic_load_explicit(&b->count[i], memory_order_relaxed),
+                              memory_order_release);
+}
+
+/* llheap's malloc_stats_clear: every block's counts so far become its new zero. Counts
+ * made meanwhile land on either side; two clears at once leave each counter as one of
+ * them read it. */
+static void stats_clear(void)
+{
+    block_clear(&stats_shared);
+    for (struct stats_block *b = atomic_load_explicit(&stats_registry, memory_order_acquire); b;
+         b = b->next_all)
+        block_clear(b);
 }
 #endif
 
 /* ---- queries ---------------------------------------------------------------------- */
 
-static void stats_fill(struct lfh_stats *s)
+/* Fills `s` from every thread's counters, or from `only`'s (heap_stats): the counts
+ * since malloc_stats_clear, and the live figures as differences of whole counts. */
+static void stats_fill(struct lfh_stats *s, struct stats_block *only)
 {
     memset(s, 0, sizeof *s);
     s->counters = STATS_ENABLED;
@@ -126,9 +163,17 @@ static void stats_fill(struct lfh_stats *s)
     s->arenas = arena_mapped();
     s->arena_bytes = s->arenas * ARENA_SIZE;
 #if STATS_COUNTING
-    uint64_t c[STATS_COUNTERS];
-    stats_sum(c);
-    s->request_in_use = c[STATS_REQUEST_IN] - c[STATS_REQUEST_OUT];
+    uint64_t whole[STATS_COUNTERS], c[STATS_COUNTERS];
+    if (only) {
+        memset(whole, 0, sizeof whole);
+        memset(c, 0, sizeof c);
+        block_add(whole, only, false);
+        block_add(c, only, true);
+    } else {
+        stats_sum_all(whole, false);
+        stats_sum_all(c, true);
+    }
+    s->request_in_use = whole[STATS_REQUEST_IN] - whole[STATS_REQUEST_OUT];
 #if STATS_ENABLED
     for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++) {
         struct lfh_stats_calls *calls = &s->routine[r];
@@ -157,22 +202,24 @@ static void stats_fill(struct lfh_stats *s)
     s->threads_exited = s->caches_orphaned + s->caches_flushed;
     s->superblocks_created = c[STATS_SUPERBLOCKS_CREATED];
     s->superblocks_released = c[STATS_SUPERBLOCKS_RELEASED];
-    s->superblocks_live = s->superblocks_created - s->superblocks_released;
+    s->superblocks_live = whole[STATS_SUPERBLOCKS_CREATED] - whole[STATS_SUPERBLOCKS_RELEASED];
     s->large_allocated = c[STATS_LARGE_ALLOCATED];
     s->large_freed = c[STATS_LARGE_FREED];
-    s->large_live = s->large_allocated - s->large_freed;
-    s->large_live_bytes = c[STATS_LARGE_BYTES_IN] - c[STATS_LARGE_BYTES_OUT];
+    s->large_live = whole[STATS_LARGE_ALLOCATED] - whole[STATS_LARGE_FREED];
+    s->large_live_bytes = whole[STATS_LARGE_BYTES_IN] - whole[STATS_LARGE_BYTES_OUT];
     s->huge_allocated = c[STATS_HUGE_ALLOCATED];
     s->huge_freed = c[STATS_HUGE_FREED];
-    s->huge_live = s->huge_allocated - s->huge_freed;
-    s->huge_live_bytes = c[STATS_HUGE_BYTES_IN] - c[STATS_HUGE_BYTES_OUT];
+    s->huge_live = whole[STATS_HUGE_ALLOCATED] - whole[STATS_HUGE_FREED];
+    s->huge_live_bytes = whole[STATS_HUGE_BYTES_IN] - whole[STATS_HUGE_BYTES_OUT];
     /* Every block handed out is some routine's alloc_bytes; every block taken back is
      * free's or a resizing routine's. */
     uint64_t handed_out = 0;
     for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++)
-        handed_out += s->routine[r].alloc_bytes;
-    s->bytes_in_use = handed_out - s->free.alloc_bytes - c[STATS_RESIZED_OUT];
+        handed_out += whole[STATS_ROUTINE(r, STATS_ALLOC_BYTES)];
+    s->bytes_in_use = handed_out - whole[STATS_FREE_ALLOC_BYTES] - whole[STATS_RESIZED_OUT];
 #endif
+#else
+    (void)only;
 #endif
 }
 
@@ -182,7 +229,7 @@ LFH_EXPORT int lfh_stats_get(struct lfh_stats *out)
         errno = EINVAL;
         return -1;
     }
-    stats_fill(out);
+    stats_fill(out, NULL);
     return out->counters;
 }
 
@@ -248,14 +295,33 @@ static void out_live(struct out *o, uint64_t bytes)
     out_str(o, " bytes\n");
 }
 
-static void stats_print(int fd)
+/* malloc_stats, or for heap_stats (`thread_only`) the calls counted in the calling
+ * thread's block, without the process's live figures, which no single block holds. */
+static void stats_print(int fd, bool thread_only)
 {
+    struct stats_block *only = NULL;
+#if STATS_COUNTING
+    if (thread_only) {
+        if (!stats_self)
+            stats_add_slow(STATS_MMAP_CALLS, 0); /* takes the block a first count would */
+        only = stats_self;
+    }
+#endif
     struct lfh_stats s;
-    stats_fill(&s);
+    stats_fill(&s, only);
+    bool whole = !thread_only;
     struct out o;
     out_init(&o, fd);
     out_str(&o, "lfheap statistics, pid ");
     out_dec(&o, (uint64_t)getpid());
+    if (!whole) {
+        out_str(&o, ", this thread's heap");
+        if (s.counters && !only) {
+            out_str(&o, ": no counters (out of memory)\n");
+            out_flush(&o);
+            return;
+        }
+    }
     if (!s.counters) {
         out_str(&o, ": this build keeps no counters (liblfheap-stats does)\n");
     } else {
@@ -271,8 +337,10 @@ static void stats_print(int fd)
         out_storage(&o, s.free.request_bytes, s.free.alloc_bytes);
         OUT_ROW(&o, "remote frees", {"blocks", s.remote_frees}, {"storage", s.remote_bytes});
         out_str(&o, " bytes\n");
-        OUT_ROW(&o, "in use", {"", s.bytes_in_use});
-        out_str(&o, " bytes in blocks\n");
+        if (whole) {
+            OUT_ROW(&o, "in use", {"", s.bytes_in_use});
+            out_str(&o, " bytes in blocks\n");
+        }
         const struct {
             const char *name;
             const struct lfh_stats_os *os;
@@ -284,6 +352,10 @@ static void stats_print(int fd)
             OUT_ROW(&o, os_rows[i].name, {"calls", os_rows[i].os->calls},
                     {"storage", os_rows[i].os->bytes});
             out_str(&o, " bytes\n");
+        }
+        if (!whole) {
+            out_flush(&o);
+            return;
         }
         OUT_ROW(&o, "threads", {"started", s.threads_started}, {"exited", s.threads_exited});
         out_str(&o, "\n");
@@ -311,7 +383,21 @@ static void stats_print(int fd)
 
 LFH_EXPORT void lfh_malloc_stats(void)
 {
-    stats_print(atomic_load_explicit(&stats_fd, memory_order_relaxed));
+    stats_print(atomic_load_explicit(&stats_fd, memory_order_relaxed), false);
+}
+
+/* llheap's heap_stats. A thread's block also holds the counts of the threads that used
+ * it before (stats.h): llheap's heaps, too, outlive their threads with their counts. */
+LFH_EXPORT void lfh_heap_stats(void)
+{
+    stats_print(atomic_load_explicit(&stats_fd, memory_order_relaxed), true);
+}
+
+LFH_EXPORT void lfh_malloc_stats_clear(void)
+{
+#if STATS_COUNTING
+    stats_clear();
+#endif
 }
 
 /* ---- malloc_info ------------------------------------------------------------------ */
@@ -364,7 +450,7 @@ static void xml_element(struct out *o, const char *tag, const char *const names[
 static void stats_xml(int fd)
 {
     struct lfh_stats s;
-    stats_fill(&s);
+    stats_fill(&s, NULL);
     struct out o;
     out_init(&o, fd);
     out_str(&o, "<malloc version=\"lfheap-1\"");
@@ -440,7 +526,7 @@ LFH_EXPORT int lfh_malloc_info(int options, FILE *fp)
 LFH_EXPORT struct mallinfo2 lfh_mallinfo2(void)
 {
     struct lfh_stats s;
-    stats_fill(&s);
+    stats_fill(&s, NULL);
     struct mallinfo2 info = {0};
     size_t in_arenas = s.bytes_in_use - s.huge_live_bytes;
     info.arena = s.arena_bytes;
@@ -519,9 +605,16 @@ __attribute__((destructor)) static void stats_exit_report(void)
     extern __typeof(target) name __attribute__((alias(#target), visibility("default")))
 
 STATS_ALIAS(malloc_stats, lfh_malloc_stats);
-STATS_ALIAS(malloc_stats_fd, lfh_malloc_stats_fd);
 STATS_ALIAS(malloc_info, lfh_malloc_info);
 STATS_ALIAS(mallinfo, lfh_mallinfo);
 STATS_ALIAS(mallinfo2, lfh_mallinfo2);
 STATS_ALIAS(mallopt, lfh_mallopt);
+
+/* llheap's names, weak as in api.c. */
+#define STATS_WEAK_ALIAS(name, target)                                                             \
+    extern __typeof(target) name __attribute__((weak, alias(#target), visibility("default")))
+
+STATS_WEAK_ALIAS(malloc_stats_fd, lfh_malloc_stats_fd);
+STATS_WEAK_ALIAS(malloc_stats_clear, lfh_malloc_stats_clear);
+STATS_WEAK_ALIAS(heap_stats, lfh_heap_stats);
 #endif

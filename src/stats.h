@@ -83,6 +83,9 @@ enum stats_counter {
 /* A thread's counters; a multiple of the cache line, so that threads never share one. */
 struct stats_block {
     alignas(LFH_CACHE_LINE) _Atomic uint64_t count[STATS_COUNTERS];
+    /* count[] as malloc_stats_clear last read it: reports show count - cleared, except
+     * the live figures, which are differences of whole counts. Written by any thread. */
+    _Atomic uint64_t cleared[STATS_COUNTERS];
     struct stats_block *next_all; /* registry link, set before the block is published */
     _Atomic int in_use;           /* a thread counts into this block */
 };
@@ -197,7 +200,8 @@ LFH_INLINE void stats_count_free(size_t usable, size_t request)
 #endif
 }
 
-/* Sums every thread's counters (and the shared block's) into `total`. */
+/* Sums every thread's counters (and the shared block's) into `total`: the whole counts,
+ * malloc_stats_clear notwithstanding. */
 void stats_sum(uint64_t total[STATS_COUNTERS]);
 
 #endif

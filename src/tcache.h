@@ -171,6 +171,14 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
     return 1;
 }
 
+/* True if `desc`'s superblock is owned by the calling thread's cache: a free of one of
+ * its blocks by this thread stays in this thread's cache (malloc_remote's answer is the
+ * opposite). Relaxed, as in tcache_free: ownership is a locality hint. */
+LFH_INLINE bool tcache_owns(struct descriptor *desc)
+{
+    return atomic_load_explicit(&desc->owner, memory_order_relaxed) == tcache_self.id;
+}
+
 /* ---- hiding the cache from signal handlers (sigwrap.c) ---------------------------- */
 
 /* Non-zero while a slow path of this layer runs, also inside the libc calls it makes

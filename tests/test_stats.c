@@ -11,7 +11,6 @@
  * Counts are compared as differences of two snapshots taken around the workload, with
  * nothing else allocating in between (no stdio, no thread creation).
  */
-#define LFHEAP_LLHEAP_NAMES
 #include "lfheap.h"
 #include "testutil.h"
 
@@ -376,6 +375,117 @@ static void malloc_stats_prints_the_totals(void)
     CHECK(stats_value(text, "in use         ", "") == s.bytes_in_use);
 }
 
+/* What a report printed: fn() with the statistics descriptor sent into a pipe. */
+static void capture(void (*fn)(void), char *text, size_t size)
+{
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    int previous = lfh_malloc_stats_fd(fds[1]);
+    fn();
+    lfh_malloc_stats_fd(previous);
+    close(fds[1]);
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fds[0], text + len, size - 1 - len)) > 0)
+        len += (size_t)n;
+    text[len] = '\0';
+    close(fds[0]);
+}
+
+#define AMEMALIGN_ROW "amemalign      "
+
+static char thread_report[16384];
+
+static void *count_in_a_thread(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < 5; i++)
+        lfh_free(lfh_amemalign(64, 3, 10));
+    capture(lfh_heap_stats, thread_report, sizeof thread_report);
+    return NULL;
+}
+
+/* malloc_stats_clear starts every count again (the live figures stay: they are
+ * differences of whole counts); heap_stats prints the calling thread's counts only. */
+static void clear_and_heap_stats(void)
+{
+    static char text[16384];
+    if (!counting) {
+        capture(lfh_heap_stats, text, sizeof text);
+        CHECK(strstr(text, "this thread's heap") && strstr(text, "keeps no counters"));
+        lfh_malloc_stats_clear(); /* nothing to clear: harmless */
+        return;
+    }
+    void *kept = lfh_malloc(300000);
+    REQUIRE(kept);
+    snap(&before);
+    lfh_malloc_stats_clear();
+    snap(&after);
+    CHECK(after.routine[LFH_STATS_MALLOC].calls == 0 && after.free.calls == 0);
+    CHECK(after.mmap.calls == 0 && after.superblocks_created == 0 && after.large_allocated == 0);
+    CHECK(after.bytes_in_use == before.bytes_in_use && after.large_live == before.large_live);
+    CHECK(after.superblocks_live == before.superblocks_live && after.large_live >= 1);
+    /* counting goes on from the new zero */
+    for (int i = 0; i < 3; i++)
+        lfh_free(lfh_malloc(100));
+    snap(&after);
+    CHECK(after.routine[LFH_STATS_MALLOC].calls == 3 && after.free.calls == 3);
+    /* another thread's heap_stats shows its 5 calls, the main thread's its own 3 */
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, count_in_a_thread, NULL) == 0);
+    REQUIRE(pthread_join(thread, NULL) == 0);
+    for (int i = 0; i < 3; i++)
+        lfh_free(lfh_amemalign(64, 3, 10));
+    capture(lfh_heap_stats, text, sizeof text);
+    CHECK(strstr(thread_report, "this thread's heap") && strstr(text, "this thread's heap"));
+    CHECK(stats_value(thread_report, AMEMALIGN_ROW, "calls ") == 5);
+    CHECK(stats_value(thread_report, AMEMALIGN_ROW, "storage ") == 5 * 30);
+    CHECK(stats_value(text, AMEMALIGN_ROW, "calls ") == 3);
+    /* no process-wide figure in a thread's report */
+    CHECK(!strstr(text, "in use") && !strstr(text, "superblocks") && !strstr(text, "arenas"));
+    snap(&after);
+    CHECK(after.routine[LFH_STATS_AMEMALIGN].calls == 8);
+    capture(lfh_malloc_stats, text, sizeof text);
+    CHECK(stats_value(text, AMEMALIGN_ROW, "calls ") == 8);
+    lfh_free(kept);
+}
+
+static volatile int report_returned;
+
+static void *report_with_cancel_pending(void *unused)
+{
+    (void)unused;
+    pthread_cancel(pthread_self()); /* deferred: acted on at the next cancellation point */
+    lfh_malloc_stats();
+    report_returned = 1;
+    pthread_testcancel();
+    return NULL;
+}
+
+/* A report is no cancellation point, as glibc's malloc_stats is not: a thread with a
+ * cancellation pending gets its whole report and returns from the call. */
+static void reports_are_no_cancellation_point(void)
+{
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    int previous = lfh_malloc_stats_fd(fds[1]);
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, report_with_cancel_pending, NULL) == 0);
+    void *result;
+    REQUIRE(pthread_join(thread, &result) == 0);
+    lfh_malloc_stats_fd(previous);
+    close(fds[1]);
+    static char text[16384];
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fds[0], text + len, sizeof text - 1 - len)) > 0)
+        len += (size_t)n;
+    text[len] = '\0';
+    close(fds[0]);
+    CHECK(result == PTHREAD_CANCELED && report_returned);
+    CHECK(strncmp(text, "lfheap statistics", 17) == 0 && strstr(text, "arenas") != NULL);
+}
+
 static void mallinfo2_and_mallopt(void)
 {
     struct lfh_stats s;
@@ -423,6 +533,7 @@ int main(int argc, char **argv)
     RUN(release_build_counts_nothing);
     RUN(malloc_stats_prints_the_totals);
     RUN(mallinfo2_and_mallopt);
+    RUN(reports_are_no_cancellation_point);
     if (argc == 3 && strcmp(argv[1], "--xml") == 0) {
         FILE *f = fopen(argv[2], "w");
         REQUIRE(f);
@@ -432,5 +543,7 @@ int main(int argc, char **argv)
         CHECK(lfh_malloc_info(1, f) == -1 && errno == EINVAL);
         fclose(f);
     }
+    /* Last: it clears the counts that the report above shows whole. */
+    RUN(clear_and_heap_stats);
     return test_exit_status();
 }

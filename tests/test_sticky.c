@@ -5,11 +5,11 @@
  * check drives random chains of reallocations through small, large and huge blocks and
  * compares every block with what the properties promise.
  */
-#define LFHEAP_LLHEAP_NAMES
 #include "lfheap.h"
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -28,37 +28,37 @@ static int aligned_to(const void *p, size_t align)
 
 static void array_routines(void)
 {
-    unsigned char *a = aalloc(5, 20);
+    unsigned char *a = lfh_aalloc(5, 20);
     REQUIRE(a);
     CHECK(lfh_malloc_size(a) == 100 && lfh_malloc_alignment(a) == 16 && !lfh_malloc_zero_fill(a));
     CHECK(lfh_malloc_usable_size(a) >= 100);
-    unsigned char *am = amemalign(128, 7, 9);
+    unsigned char *am = lfh_amemalign(128, 7, 9);
     REQUIRE(am);
     CHECK(aligned_to(am, 128) && lfh_malloc_size(am) == 63 && lfh_malloc_alignment(am) == 128);
     CHECK(!lfh_malloc_zero_fill(am));
-    unsigned char *cm = cmemalign(64, 10, 30);
+    unsigned char *cm = lfh_cmemalign(64, 10, 30);
     REQUIRE(cm);
     CHECK(aligned_to(cm, 64) && lfh_malloc_size(cm) == 300 && lfh_malloc_zero_fill(cm));
     CHECK(all_bytes(cm, 0, 300, 0));
     /* large and page-aligned */
-    unsigned char *big = cmemalign(8192, 1000, 100);
+    unsigned char *big = lfh_cmemalign(8192, 1000, 100);
     REQUIRE(big);
     CHECK(aligned_to(big, 8192) && lfh_malloc_size(big) == 100000 && lfh_malloc_zero_fill(big));
     CHECK(all_bytes(big, 0, 100000, 0));
     /* zero-size arrays are unique blocks, like malloc(0) */
-    void *z1 = aalloc(0, 8), *z2 = aalloc(8, 0);
+    void *z1 = lfh_aalloc(0, 8), *z2 = lfh_aalloc(8, 0);
     CHECK(z1 && z2 && z1 != z2 && lfh_malloc_size(z1) == 0);
     /* overflow and bad alignments */
     errno = 0;
-    CHECK(aalloc(SIZE_MAX / 2, 3) == NULL && errno == ENOMEM);
+    CHECK(lfh_aalloc(SIZE_MAX / 2, 3) == NULL && errno == ENOMEM);
     errno = 0;
-    CHECK(cmemalign(64, SIZE_MAX, 2) == NULL && errno == ENOMEM);
+    CHECK(lfh_cmemalign(64, SIZE_MAX, 2) == NULL && errno == ENOMEM);
     errno = 0;
-    CHECK(amemalign(48, 1, 1) == NULL && errno == EINVAL);
+    CHECK(lfh_amemalign(48, 1, 1) == NULL && errno == EINVAL);
     errno = 0;
-    CHECK(cmemalign(0, 1, 1) == NULL && errno == EINVAL);
+    CHECK(lfh_cmemalign(0, 1, 1) == NULL && errno == EINVAL);
     errno = 0;
-    CHECK(aalloc((size_t)PTRDIFF_MAX, 2) == NULL && errno == ENOMEM);
+    CHECK(lfh_aalloc((size_t)PTRDIFF_MAX, 2) == NULL && errno == ENOMEM);
     lfh_free(a);
     lfh_free(am);
     lfh_free(cm);
@@ -186,28 +186,28 @@ static void aligned_realloc_changes_alignment(void)
     unsigned char *p = lfh_calloc(1, 200);
     REQUIRE(p);
     memset(p, 0x42, 200);
-    p = aligned_realloc(p, 1024, 400);
+    p = lfh_aligned_realloc(p, 1024, 400);
     REQUIRE(p);
     CHECK(aligned_to(p, 1024) && lfh_malloc_alignment(p) == 1024);
     CHECK(lfh_malloc_zero_fill(p) && all_bytes(p, 0, 200, 0x42) && all_bytes(p, 200, 400, 0));
     /* back down to a smaller alignment: the block may stay */
-    p = aligned_realloc(p, 64, 300);
+    p = lfh_aligned_realloc(p, 64, 300);
     REQUIRE(p);
     CHECK(aligned_to(p, 64) && lfh_malloc_alignment(p) == 64 && all_bytes(p, 0, 200, 0x42));
     /* a plain block gains a recorded alignment */
     unsigned char *m = lfh_malloc(50);
     REQUIRE(m);
     memset(m, 9, 50);
-    m = aligned_realloc(m, 512, 50);
+    m = lfh_aligned_realloc(m, 512, 50);
     REQUIRE(m);
     CHECK(aligned_to(m, 512) && lfh_malloc_alignment(m) == 512 && lfh_malloc_size(m) == 50);
     CHECK(all_bytes(m, 0, 50, 9));
     /* NULL allocates, 0 frees, bad alignment fails and leaves the block alone */
-    void *n = aligned_realloc(NULL, 128, 10);
+    void *n = lfh_aligned_realloc(NULL, 128, 10);
     CHECK(n && aligned_to(n, 128) && lfh_malloc_alignment(n) == 128);
-    CHECK(aligned_realloc(n, 128, 0) == NULL);
+    CHECK(lfh_aligned_realloc(n, 128, 0) == NULL);
     errno = 0;
-    CHECK(aligned_realloc(m, 100, 10) == NULL && errno == EINVAL);
+    CHECK(lfh_aligned_realloc(m, 100, 10) == NULL && errno == EINVAL);
     CHECK(lfh_malloc_size(m) == 50 && all_bytes(m, 0, 50, 9));
     lfh_free(m);
     lfh_free(p);
@@ -217,33 +217,33 @@ static void resize_keeps_nothing(void)
 {
     void *p = lfh_calloc(1, 100);
     REQUIRE(p);
-    void *r = resize(p, 90);
+    void *r = lfh_resize(p, 90);
     REQUIRE(r);
     CHECK(lfh_malloc_size(r) == 90 && !lfh_malloc_zero_fill(r) && lfh_malloc_alignment(r) == 16);
     void *m = lfh_memalign(2048, 100);
     REQUIRE(m);
-    m = resize(m, 5000);
+    m = lfh_resize(m, 5000);
     REQUIRE(m);
     CHECK(lfh_malloc_alignment(m) == 16 && !lfh_malloc_zero_fill(m));
-    m = aligned_resize(m, 512, 3000);
+    m = lfh_aligned_resize(m, 512, 3000);
     REQUIRE(m);
     CHECK(aligned_to(m, 512) && lfh_malloc_alignment(m) == 512 && lfh_malloc_size(m) == 3000);
     /* large blocks too */
     void *l = lfh_calloc(1, 1 << 20);
     REQUIRE(l);
-    l = resize(l, 3 << 20);
+    l = lfh_resize(l, 3 << 20);
     REQUIRE(l);
     CHECK(lfh_malloc_size(l) == (3u << 20) && !lfh_malloc_zero_fill(l));
     /* NULL allocates, 0 frees, bad alignment and foreign pointers fail */
-    void *n = resize(NULL, 10);
+    void *n = lfh_resize(NULL, 10);
     CHECK(n && lfh_malloc_usable_size(n) >= 10);
-    CHECK(resize(n, 0) == NULL);
+    CHECK(lfh_resize(n, 0) == NULL);
     errno = 0;
-    CHECK(aligned_resize(m, 3, 10) == NULL && errno == EINVAL);
+    CHECK(lfh_aligned_resize(m, 3, 10) == NULL && errno == EINVAL);
     CHECK(lfh_malloc_size(m) == 3000);
     int on_stack;
     errno = 0;
-    CHECK(resize(&on_stack, 10) == NULL && errno == EINVAL);
+    CHECK(lfh_resize(&on_stack, 10) == NULL && errno == EINVAL);
     lfh_free(r);
     lfh_free(m);
     lfh_free(l);
@@ -334,7 +334,7 @@ static void model_chains(void)
                 *m = (struct model){m->p, size, align, 0, 0, 1, 0};
                 break;
             case 2:
-                m->p = cmemalign(align, 1, size);
+                m->p = lfh_cmemalign(align, 1, size);
                 *m = (struct model){m->p, size, align, 0, 1, 1, 0};
                 if (m->p)
                     CHECK(all_bytes(m->p, 0, size, 0));
@@ -368,7 +368,7 @@ static void model_chains(void)
                 CHECK(all_bytes(q, old, size, 0));
         } else if (op <= 6) {
             size_t align = random_align();
-            unsigned char *q = aligned_realloc(m->p, align, size ? size : 1);
+            unsigned char *q = lfh_aligned_realloc(m->p, align, size ? size : 1);
             REQUIRE(q);
             size = size ? size : 1;
             m->p = q;
@@ -379,13 +379,13 @@ static void model_chains(void)
             if (m->zero_fill && size > old)
                 CHECK(all_bytes(q, old, size, 0));
         } else if (op == 7) {
-            unsigned char *q = resize(m->p, size ? size : 1);
+            unsigned char *q = lfh_resize(m->p, size ? size : 1);
             REQUIRE(q);
             size = size ? size : 1;
             *m = (struct model){q, size, 16, 0, 0, 0, 0};
         } else {
             size_t align = random_align();
-            unsigned char *q = aligned_resize(m->p, align, size ? size : 1);
+            unsigned char *q = lfh_aligned_resize(m->p, align, size ? size : 1);
             REQUIRE(q);
             size = size ? size : 1;
             *m = (struct model){q, size, align, 0, 0, 1, 0};
@@ -400,6 +400,130 @@ static void model_chains(void)
         }
 }
 
+/* The array forms of resize, aligned_resize and aligned_realloc: the same routines for
+ * dim * elem_size bytes, and ENOMEM with the old block untouched when that overflows. */
+static void array_forms_of_the_resizers(void)
+{
+    unsigned char *p = lfh_malloc(40);
+    REQUIRE(p);
+    memset(p, 0xAB, 40);
+    errno = 0;
+    CHECK(lfh_resizearray(p, SIZE_MAX / 2, 3) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(lfh_aligned_resizearray(p, 64, SIZE_MAX, 2) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(lfh_aligned_reallocarray(p, 64, SIZE_MAX, 2) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(lfh_aligned_reallocarray(p, 48, 1, 1) == NULL && errno == EINVAL);
+    CHECK(all_bytes(p, 0, 40, 0xAB));
+    /* aligned_reallocarray keeps the contents and records the new alignment */
+    p = lfh_aligned_reallocarray(p, 256, 30, 10);
+    REQUIRE(p);
+    CHECK(aligned_to(p, 256) && lfh_malloc_size(p) == 300 && lfh_malloc_alignment(p) == 256);
+    CHECK(all_bytes(p, 0, 40, 0xAB));
+    /* resizearray keeps no property */
+    p = lfh_resizearray(p, 100, 50);
+    REQUIRE(p);
+    CHECK(lfh_malloc_usable_size(p) >= 5000 && lfh_malloc_alignment(p) == 16);
+    p = lfh_aligned_resizearray(p, 4096, 3, 1000);
+    REQUIRE(p);
+    CHECK(aligned_to(p, 4096) && lfh_malloc_alignment(p) == 4096 && lfh_malloc_size(p) == 3000);
+    /* a zero-fill block stays zero-fill through aligned_reallocarray's growth */
+    unsigned char *z = lfh_calloc(3, 7);
+    REQUIRE(z);
+    z = lfh_aligned_reallocarray(z, 64, 200, 30);
+    REQUIRE(z);
+    CHECK(lfh_malloc_zero_fill(z) && lfh_malloc_size(z) == 6000 && all_bytes(z, 0, 6000, 0));
+    lfh_free(z);
+    lfh_free(p);
+}
+
+/* posix_realloc and its forms: the result in *ptrp and 0, or the error number with *ptrp
+ * and errno as they were, so that the block is never lost. */
+static void posix_forms_keep_the_pointer_on_failure(void)
+{
+    void *p = NULL;
+    CHECK(lfh_posix_realloc(&p, 100) == 0 && p != NULL);
+    REQUIRE(p);
+    memset(p, 0x5A, 100);
+    void *before = p;
+    errno = 1234;
+    CHECK(lfh_posix_realloc(&p, (size_t)PTRDIFF_MAX + 1) == ENOMEM && p == before);
+    CHECK(lfh_posix_reallocarray(&p, SIZE_MAX, 2) == ENOMEM && p == before);
+    CHECK(lfh_posix_aligned_realloc(&p, 48, 10) == EINVAL && p == before);
+    CHECK(lfh_posix_aligned_reallocarray(&p, 64, SIZE_MAX / 4, 8) == ENOMEM && p == before);
+    CHECK(lfh_posix_realloc(NULL, 10) == EINVAL);
+    CHECK(errno == 1234);
+    CHECK(all_bytes(p, 0, 100, 0x5A));
+    /* success moves or keeps the block, with its contents */
+    CHECK(lfh_posix_reallocarray(&p, 50, 10) == 0 && lfh_malloc_usable_size(p) >= 500);
+    CHECK(all_bytes(p, 0, 100, 0x5A));
+    CHECK(lfh_posix_aligned_reallocarray(&p, 1024, 20, 100) == 0 && aligned_to(p, 1024));
+    CHECK(lfh_malloc_alignment(p) == 1024 && lfh_malloc_size(p) == 2000);
+    CHECK(all_bytes(p, 0, 100, 0x5A));
+    CHECK(lfh_posix_aligned_realloc(&p, 32, 200000) == 0 && aligned_to(p, 32));
+    CHECK(lfh_malloc_alignment(p) == 32 && lfh_malloc_size(p) == 200000);
+    CHECK(all_bytes(p, 0, 100, 0x5A));
+    /* zero fill is kept, and a size of 0 frees the block and leaves NULL */
+    void *z = lfh_calloc(10, 10);
+    REQUIRE(z);
+    CHECK(lfh_posix_realloc(&z, 5000) == 0 && lfh_malloc_zero_fill(z) && all_bytes(z, 0, 5000, 0));
+    CHECK(lfh_posix_realloc(&z, 0) == 0 && z == NULL);
+    /* a pointer lfheap never handed out is refused and left alone */
+    int on_stack;
+    void *foreign = &on_stack;
+    CHECK(lfh_posix_realloc(&foreign, 10) == EINVAL && foreign == &on_stack);
+    lfh_free(p);
+}
+
+static pthread_barrier_t owner_alive;
+
+static void *allocate_and_stay(void *slot)
+{
+    *(void **)slot = lfh_malloc(48);
+    pthread_barrier_wait(&owner_alive); /* the block is there */
+    pthread_barrier_wait(&owner_alive); /* the main thread has looked at it */
+    return NULL;
+}
+
+/* malloc_remote: a small block of a superblock another thread's cache owns is remote;
+ * this thread's own blocks, large blocks, NULL and non-blocks are not. */
+static void malloc_remote_tells_whose_heap(void)
+{
+    void *mine = lfh_malloc(48), *large = lfh_malloc(1 << 20);
+    REQUIRE(mine && large);
+    CHECK(!lfh_malloc_remote(mine) && !lfh_malloc_remote(large) && !lfh_malloc_remote(NULL));
+    void *theirs = NULL;
+    pthread_t thread;
+    REQUIRE(pthread_barrier_init(&owner_alive, NULL, 2) == 0);
+    REQUIRE(pthread_create(&thread, NULL, allocate_and_stay, &theirs) == 0);
+    pthread_barrier_wait(&owner_alive);
+    REQUIRE(theirs);
+    CHECK(lfh_malloc_remote(theirs));
+    CHECK(!lfh_malloc_remote((char *)theirs + 16)); /* inside a block: no block */
+    pthread_barrier_wait(&owner_alive);
+    REQUIRE(pthread_join(thread, NULL) == 0);
+    pthread_barrier_destroy(&owner_alive);
+    lfh_free(theirs);
+    lfh_free(mine);
+    lfh_free(large);
+}
+
+/* malloc_mmap_start: a request up to it comes from an arena chunk, beyond it from a
+ * mapping of its own, aligned only to the page (the statistics build counts the two
+ * kinds apart: tests/test_stats.c); malloc_extend is the arena size, at least that. */
+static void crossover_sizes(void)
+{
+    size_t start = lfh_malloc_mmap_start();
+    CHECK(start >= (size_t)1 << 20 && lfh_malloc_extend() >= start);
+    void *at = lfh_malloc(start), *beyond = lfh_malloc(start + 1);
+    REQUIRE(at && beyond);
+    CHECK(lfh_malloc_usable_size(at) >= start && lfh_malloc_usable_size(beyond) > start);
+    CHECK(lfh_malloc_size(at) == start && lfh_malloc_size(beyond) == start + 1);
+    lfh_free(at);
+    lfh_free(beyond);
+}
+
 int main(void)
 {
     RUN(array_routines);
@@ -409,5 +533,9 @@ int main(void)
     RUN(aligned_realloc_changes_alignment);
     RUN(resize_keeps_nothing);
     RUN(model_chains);
+    RUN(array_forms_of_the_resizers);
+    RUN(posix_forms_keep_the_pointer_on_failure);
+    RUN(malloc_remote_tells_whose_heap);
+    RUN(crossover_sizes);
     return test_exit_status();
 }
