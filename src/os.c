@@ -1,7 +1,9 @@
 /*
- * os: mmap/munmap/madvise/mremap wrappers. Aligned mappings over-reserve by the
- * alignment and trim both ends, which costs at most two extra munmap calls and never
- * leaves an unaligned mapping behind.
+ * os: mmap/munmap/madvise/mremap wrappers. An aligned mapping is first asked of the
+ * kernel at an aligned address it would choose anyway (below), so that it needs no more
+ * address space than its size; only when that fails does it over-reserve by the
+ * alignment and trim both ends. Either way it costs three system calls at most in the
+ * common case and never leaves an unaligned mapping behind.
  *
  * Refused unmaps wait in a small table of slots. A slot is claimed by a CAS on its size
  * (0: free) and published by a release store of its address; a retrying thread takes the
@@ -118,15 +120,46 @@ static void unmap_or_defer(void *addr, size_t size)
         os_defer_unmap(addr, size);
 }
 
+static void *map_at(void *hint, size_t size)
+{
+    os_count(STATS_MMAP_CALLS, size);
+    void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+/* An aligned mapping without reserving more than its size: the kernel places an
+ * unaligned mapping where it has room (just below the last one, as it fills the address
+ * space downward); the aligned address at or below that is then usually free too, and
+ * is asked for as a hint, after giving the first mapping back. NULL if the kernel would
+ * not map `size` bytes at all, or (rarely: another thread mapped there in between, or
+ * something lies just below) put the second mapping elsewhere. Reserving size + align
+ * instead needs twice an arena's address space, which a small `ulimit -v` refuses. */
+static void *map_aligned_in_place(size_t size, size_t align, bool *refused)
+{
+    char *p = map_at(NULL, size);
+    *refused = p == NULL;
+    if (!p || ((uintptr_t)p & (align - 1)) == 0)
+        return p;
+    unmap_or_defer(p, size);
+    char *hint = (char *)((uintptr_t)p & ~(uintptr_t)(align - 1));
+    char *q = map_at(hint, size);
+    if (q == hint)
+        return q;
+    if (q)
+        unmap_or_defer(q, size);
+    return NULL;
+}
+
 void *os_map(size_t size, size_t align)
 {
     if (os_fault())
         return NULL;
-    if (align <= OS_PAGE_SIZE) {
-        os_count(STATS_MMAP_CALLS, size);
-        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
-    }
+    if (align <= OS_PAGE_SIZE)
+        return map_at(NULL, size);
+    bool refused;
+    void *in_place = map_aligned_in_place(size, align, &refused);
+    if (in_place || refused)
+        return in_place;
     size_t padded = size + align - OS_PAGE_SIZE;
     if (padded < size)
         return NULL;

@@ -44,6 +44,7 @@ static void too_large_fails_with_enomem(void)
     errno = 0;
     /* volatile: the compiler may not assume the failed reallocs invalidated it */
     char *volatile p = T_MALLOC(10);
+    REQUIRE(p);
     p[9] = 'x';
     CHECK(T_REALLOC(p, huge) == NULL && errno == ENOMEM);
     errno = 0;

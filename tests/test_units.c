@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void sizeclass_series(void)
 {
@@ -83,6 +84,46 @@ static void pagemap_set_lookup_clear(void)
         CHECK(pagemap_lookup(region + off) == NULL);
     CHECK(!pagemap_set((void *)((uintptr_t)1 << 48), OS_PAGE_SIZE, &fake_a));
     os_unmap(region, size);
+}
+
+static int mapped_aligned_and_writable(char *p, size_t size, size_t align)
+{
+    if (!p || ((uintptr_t)p & (align - 1)) != 0)
+        return 0;
+    p[0] = 1;
+    p[size - 1] = 2;
+    return p[0] == 1 && p[size - 1] == 2;
+}
+
+/* Aligned mappings: asked for where the kernel puts them anyway (no more address space
+ * than their size), and when that address is taken, over-reserved and trimmed. */
+static void os_map_aligns(void)
+{
+    size_t size = (size_t)4 << 20, align = (size_t)4 << 20;
+    for (int i = 0; i < 8; i++) {
+        char *p = os_map(size, align);
+        CHECK(mapped_aligned_and_writable(p, size, align));
+        if (p)
+            os_unmap(p, size);
+    }
+    /* The hint taken: inside a reservation of our own, a hole a few MiB larger than the
+     * mapping, a page above an aligned address A. The kernel, filling the address space
+     * downward, puts the first (unaligned) mapping near the top of the hole if no higher
+     * gap fits it (the size is large, so that none does; the slack is for kernels that
+     * align large anonymous mappings to 2 MiB), and the aligned address at or below it,
+     * A, is ours: the mapping has to be over-reserved and trimmed, outside. */
+    size = align = (size_t)64 << 20;
+    size_t span = size + 3 * align;
+    char *range = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(range != MAP_FAILED);
+    char *at = (char *)(((uintptr_t)range + align - 1) & ~(uintptr_t)(align - 1)) + align;
+    REQUIRE(munmap(at + OS_PAGE_SIZE, size + ((size_t)4 << 20)) == 0);
+    char *p = os_map(size, align);
+    CHECK(mapped_aligned_and_writable(p, size, align));
+    CHECK(p + size <= range || p >= range + span);
+    if (p)
+        os_unmap(p, size);
+    munmap(range, span);
 }
 
 /* Takes all blocks of one fill, as a cache would: chain plus bump range. */
@@ -368,6 +409,7 @@ int main(void)
     RUN(sizeclass_lookup_is_smallest_fit);
     RUN(sizeclass_aligned);
     RUN(pagemap_set_lookup_clear);
+    RUN(os_map_aligns);
     RUN(heap_block_start_is_exact);
     RUN(heap_superblock_cycle);
     RUN(heap_full_to_empty_in_one_give_back);

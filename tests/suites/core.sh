@@ -44,6 +44,9 @@ printf 'int main(void){return 42;}\n' > "$tmp/prog.c"
 run cc-preloaded bash -c "LD_PRELOAD=$lib cc -O2 -o $tmp/prog $tmp/prog.c; $tmp/prog; [ \$? = 42 ]"
 # A small program under a 1 GiB address-space limit: no absurd reservations.
 run ulimit-v bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_api"
+# ...and under 128 MiB: an arena (64 MiB, aligned to its size) is mapped where the kernel
+# puts it, not over-reserved by its alignment (which needed about 150 MiB here).
+run ulimit-v-128m bash -c "ulimit -v 131072 && LD_PRELOAD=$lib build/t-plain/test_api"
 # lfheap's code under valgrind's JIT (the "none" tool does not replace malloc, so the
 # program really runs on lfheap; memcheck would substitute its own allocator).
 run valgrind env LD_PRELOAD="$lib" valgrind -q --tool=none build/t-plain/test_api
