@@ -131,6 +131,8 @@ void stats_sum(uint64_t total[STATS_COUNTERS])
 
 static void block_clear(struct stats_block *b)
 {
+    /* Relaxed load: only its value matters. Release store: a reader that loads this value
+     * with acquire (block_add) then reads a count at least as large. */
     for (unsigned i = 0; i < STATS_COUNTERS; i++)
         atomic_store_explicit(&b->cleared[i],
                               atomic_load_explicit(&b->count[i], memory_order_relaxed),
