@@ -337,6 +337,17 @@ static uint64_t stats_value(const char *text, const char *row, const char *label
     return value;
 }
 
+/* Reads what a report wrote into a pipe until its write end is closed, then closes it. */
+static void read_report(int fd, char *text, size_t size)
+{
+    size_t len = 0;
+    ssize_t n;
+    while ((n = read(fd, text + len, size - 1 - len)) > 0)
+        len += (size_t)n;
+    text[len] = '\0';
+    close(fd);
+}
+
 static void malloc_stats_prints_the_totals(void)
 {
     int fds[2];
@@ -349,12 +360,7 @@ static void malloc_stats_prints_the_totals(void)
     CHECK(lfh_malloc_stats_fd(previous) == fds[1]);
     close(fds[1]);
     static char text[16384];
-    size_t len = 0;
-    ssize_t n;
-    while ((n = read(fds[0], text + len, sizeof text - 1 - len)) > 0)
-        len += (size_t)n;
-    text[len] = '\0';
-    close(fds[0]);
+    read_report(fds[0], text, sizeof text);
     CHECK(strncmp(text, "lfheap statistics", 17) == 0);
     CHECK(stats_value(text, "arenas         ", "") == s.arenas);
     if (!counting) {
@@ -384,12 +390,7 @@ static void capture(void (*fn)(void), char *text, size_t size)
     fn();
     lfh_malloc_stats_fd(previous);
     close(fds[1]);
-    size_t len = 0;
-    ssize_t n;
-    while ((n = read(fds[0], text + len, size - 1 - len)) > 0)
-        len += (size_t)n;
-    text[len] = '\0';
-    close(fds[0]);
+    read_report(fds[0], text, size);
 }
 
 #define AMEMALIGN_ROW "amemalign      "
@@ -476,12 +477,7 @@ static void reports_are_no_cancellation_point(void)
     lfh_malloc_stats_fd(previous);
     close(fds[1]);
     static char text[16384];
-    size_t len = 0;
-    ssize_t n;
-    while ((n = read(fds[0], text + len, sizeof text - 1 - len)) > 0)
-        len += (size_t)n;
-    text[len] = '\0';
-    close(fds[0]);
+    read_report(fds[0], text, sizeof text);
     CHECK(result == PTHREAD_CANCELED && report_returned);
     CHECK(strncmp(text, "lfheap statistics", 17) == 0 && strstr(text, "arenas") != NULL);
 }
