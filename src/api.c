@@ -273,11 +273,19 @@ LFH_EXPORT void *lfh_pvalloc(size_t size)
                    alloc_aligned(OS_PAGE_SIZE, rounded ? rounded : OS_PAGE_SIZE, false));
 }
 
-/* llheap's array routines: dim * elem_size bytes, ENOMEM when that overflows. */
-LFH_EXPORT void *lfh_aalloc(size_t dim, size_t elem_size)
+/* llheap's array routines and array forms: dim * elem_size bytes; a product that
+ * overflows is SIZE_MAX, which fails like any request above PTRDIFF_MAX (ENOMEM, an old
+ * block untouched). */
+static size_t array_bytes(size_t dim, size_t elem_size)
 {
     size_t bytes;
-    if (__builtin_mul_overflow(dim, elem_size, &bytes))
+    return __builtin_mul_overflow(dim, elem_size, &bytes) ? SIZE_MAX : bytes;
+}
+
+LFH_EXPORT void *lfh_aalloc(size_t dim, size_t elem_size)
+{
+    size_t bytes = array_bytes(dim, elem_size);
+    if (bytes == SIZE_MAX)
         return counted(LFH_STATS_AALLOC, SIZE_MAX, fail_nomem());
     struct heap_props props = props_for(bytes, API_MIN_ALIGN, false);
     return counted(LFH_STATS_AALLOC, bytes, alloc_tracked(&props, false));
@@ -286,9 +294,7 @@ LFH_EXPORT void *lfh_aalloc(size_t dim, size_t elem_size)
 static void *alloc_aligned_array(enum lfh_stats_routine routine, size_t align, size_t dim,
                                  size_t elem_size, bool zero_fill)
 {
-    size_t bytes;
-    if (__builtin_mul_overflow(dim, elem_size, &bytes))
-        bytes = SIZE_MAX;
+    size_t bytes = array_bytes(dim, elem_size);
     if (!is_power_of_two(align)) {
         errno = EINVAL;
         return counted(routine, bytes, NULL);
@@ -589,8 +595,8 @@ LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
 
 LFH_EXPORT void *lfh_reallocarray(void *ptr, size_t count, size_t size)
 {
-    size_t bytes;
-    if (__builtin_mul_overflow(count, size, &bytes))
+    size_t bytes = array_bytes(count, size);
+    if (bytes == SIZE_MAX)
         return counted(LFH_STATS_REALLOC, SIZE_MAX, fail_nomem());
     return realloc_call(LFH_STATS_REALLOC, "reallocarray", ptr, bytes, 0);
 }
@@ -650,14 +656,6 @@ LFH_EXPORT void *lfh_aligned_resize(void *ptr, size_t alignment, size_t size)
         return counted(LFH_STATS_ALIGNED_RESIZE, size, NULL);
     }
     return resize_call(LFH_STATS_ALIGNED_RESIZE, "aligned_resize", ptr, size, alignment, true);
-}
-
-/* llheap's array forms: dim * elem_size bytes; a product that overflows fails like a
- * request above PTRDIFF_MAX (ENOMEM, the old block untouched). */
-static size_t array_bytes(size_t dim, size_t elem_size)
-{
-    size_t bytes;
-    return __builtin_mul_overflow(dim, elem_size, &bytes) ? SIZE_MAX : bytes;
 }
 
 LFH_EXPORT void *lfh_resizearray(void *ptr, size_t dim, size_t elem_size)

@@ -311,12 +311,11 @@ static void stats_print(int fd, bool thread_only)
 #endif
     struct lfh_stats s;
     stats_fill(&s, only);
-    bool whole = !thread_only;
     struct out o;
     out_init(&o, fd);
     out_str(&o, "lfheap statistics, pid ");
     out_dec(&o, (uint64_t)getpid());
-    if (!whole) {
+    if (thread_only) {
         out_str(&o, ", this thread's heap");
         if (s.counters && !only) {
             out_str(&o, ": no counters (out of memory)\n");
@@ -339,7 +338,7 @@ static void stats_print(int fd, bool thread_only)
         out_storage(&o, s.free.request_bytes, s.free.alloc_bytes);
         OUT_ROW(&o, "remote frees", {"blocks", s.remote_frees}, {"storage", s.remote_bytes});
         out_str(&o, " bytes\n");
-        if (whole) {
+        if (!thread_only) {
             OUT_ROW(&o, "in use", {"", s.bytes_in_use});
             out_str(&o, " bytes in blocks\n");
         }
@@ -355,7 +354,7 @@ static void stats_print(int fd, bool thread_only)
                     {"storage", os_rows[i].os->bytes});
             out_str(&o, " bytes\n");
         }
-        if (!whole) {
+        if (thread_only) {
             out_flush(&o);
             return;
         }
