@@ -26,7 +26,7 @@ LIB_HDR := $(wildcard src/*.h) $(wildcard include/*.h)
 # "fault" adds the OS layer's failure injection (src/os.h) for the out-of-memory tests.
 # llheap's eight builds are {shared, static} x {release, stats, debug, stats-debug}:
 # liblfheap{,-stats,-debug,-stats-debug}.{so,a} (`make variants`).
-VARIANTS := release prefix tsan asan fault stats debug stats-debug
+VARIANTS := release prefix tsan asan fault stats debug stats-debug secure
 FLAGS_release :=
 FLAGS_prefix  := -DLFHEAP_PREFIX_ONLY
 FLAGS_tsan    := -DLFHEAP_PREFIX_ONLY -fsanitize=thread -O1
@@ -34,7 +34,9 @@ FLAGS_asan    := -DLFHEAP_PREFIX_ONLY -fsanitize=address,undefined -fno-sanitize
 FLAGS_stats   := -DLFHEAP_STATS
 FLAGS_debug   := -DLFHEAP_DEBUG
 FLAGS_stats-debug := -DLFHEAP_STATS -DLFHEAP_DEBUG
-LLHEAP_VARIANTS := $(foreach v,stats debug stats-debug,$(BUILD)/liblfheap-$(v).so $(BUILD)/liblfheap-$(v).a)
+# The hardened build (src/secure.h): build/liblfheap-secure.{so,a}.
+FLAGS_secure  := -DLFHEAP_SECURE
+LLHEAP_VARIANTS := $(foreach v,stats debug stats-debug secure,$(BUILD)/liblfheap-$(v).so $(BUILD)/liblfheap-$(v).a)
 FLAGS_fault   := -DLFHEAP_PREFIX_ONLY -DLFHEAP_FAULT_INJECTION
 
 # The release objects' code goes into one section, lfheap_text, so that all of lfheap's
@@ -45,6 +47,7 @@ TEXT_release = objcopy $$(objdump -h $@ | awk '$$2 ~ /^\.text/ {printf "--rename
 TEXT_stats = $(TEXT_release)
 TEXT_debug = $(TEXT_release)
 TEXT_stats-debug = $(TEXT_release)
+TEXT_secure = $(TEXT_release)
 
 define variant_rules
 $(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile

@@ -27,6 +27,7 @@
 #include "heap.h"
 #include "os.h"
 #include "pagemap.h"
+#include "secure.h"
 #include "sizeclass.h"
 #include "stats.h"
 #include "tcache.h"
@@ -47,10 +48,19 @@ static void *fail_nomem(void)
     return NULL;
 }
 
-/* Bytes of the block desc describes (ptr is its start: see block_descriptor). */
+/* Bytes of the block desc describes (ptr is its start: see block_descriptor); in the
+ * secure build, less its tail canary or guard page. */
 static size_t usable_size(const struct descriptor *desc)
 {
-    return desc->class_index == HEAP_CLASS_LARGE ? desc->size : desc->block_size;
+    return desc->class_index == HEAP_CLASS_LARGE ? desc->size - SECURE_GUARD_BYTES
+                                                 : desc->block_size - SECURE_TAIL_BYTES;
+}
+
+/* Bytes a block needs for a request (at most PTRDIFF_MAX): the debug build's canary after
+ * the request, or the secure build's tail canary at the block's end, included. */
+static inline size_t block_room(size_t request)
+{
+    return debug_room(request) + SECURE_TAIL_BYTES;
 }
 
 /* The statistics build counts a call of an allocating routine that returned `block`
@@ -101,7 +111,7 @@ static void *alloc_tracked(const struct heap_props *props, bool clear)
     size_t size = props->request;
     if (size > PTRDIFF_MAX)
         return fail_nomem();
-    size_t room = debug_room(size);
+    size_t room = block_room(size);
     unsigned cls = sizeclass_for_aligned(room, props->align);
     void *block;
     bool zeroed = false;
@@ -173,6 +183,9 @@ LFH_INLINE void *malloc_block(size_t size)
         void *block = malloc_small_instrumented(size, &usable);
         return LFH_LIKELY(block != NULL) ? block : malloc_debug_slow(size);
     }
+    /* The secure build's tail canary; a request above PTRDIFF_MAX stays one and fails. */
+    if (SECURE_ENABLED && size <= PTRDIFF_MAX)
+        size += SECURE_TAIL_BYTES;
     if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
         return tcache_alloc_small(size);
     return malloc_medium_or_large(size);
@@ -203,10 +216,11 @@ LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
     size_t bytes;
     if (__builtin_mul_overflow(count, size, &bytes))
         return counted(LFH_STATS_CALLOC, SIZE_MAX, fail_nomem());
-    if (!DEBUG_ENABLED && LFH_LIKELY(bytes <= SIZECLASS_LOOKUP_MAX)) {
+    if (!DEBUG_ENABLED && LFH_LIKELY(bytes <= SIZECLASS_LOOKUP_MAX - SECURE_TAIL_BYTES)) {
         /* calloc's fast path: malloc's, from the tracked twin of the class, plus the
          * block's record and the zeros. */
-        void *block = tcache_bin_take(tcache_base() + API_TRACKED_BINS + sizeclass_lookup[bytes]);
+        void *block = tcache_bin_take(tcache_base() + API_TRACKED_BINS +
+                                      sizeclass_lookup[bytes + SECURE_TAIL_BYTES]);
         if (LFH_LIKELY(block != NULL)) {
             *heap_record_at(pagemap_find(block), block) = (uint32_t)bytes | HEAP_RECORD_CALLOC;
             return counted(LFH_STATS_CALLOC, bytes, memset(block, 0, bytes));
@@ -316,17 +330,26 @@ LFH_EXPORT void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size)
 
 /* ---- release ---------------------------------------------------------------------- */
 
-/* The descriptor of the block that starts at `ptr`, or NULL if lfheap never handed out
- * `ptr`: NULL, foreign memory, or an address inside (not at the start of) a block. */
-static struct descriptor *block_descriptor(const void *ptr)
+/* The descriptor of the live block that starts at `ptr`, or NULL if `ptr` is no block
+ * lfheap handed out and the program still holds: NULL, foreign memory, an address inside
+ * (not at the start of) a block, a block never handed out, or one already freed. */
+static struct descriptor *block_descriptor(const void *ptr, const char *routine)
 {
     struct descriptor *desc = pagemap_lookup(ptr);
-    return desc && heap_is_block_start(desc, ptr) ? desc : NULL;
+    if (LFH_LIKELY(desc && heap_block_live(desc, ptr)))
+        return desc;
+    /* The secure build stops the program: a block start below the carve frontier that
+     * is not live carries the free mark. */
+    if (SECURE_ENABLED && ptr) {
+        bool freed = desc && heap_is_block_start(desc, ptr) && !heap_block_uncarved(desc, ptr);
+        secure_fail(freed ? "double free" : "invalid pointer", routine, ptr);
+    }
+    return NULL;
 }
 
 static LFH_NOINLINE void free_slow(void *ptr)
 {
-    struct descriptor *desc = block_descriptor(ptr);
+    struct descriptor *desc = block_descriptor(ptr, "free");
     if (!desc)
         return; /* not a block lfheap handed out: ignored */
     if (desc->class_index == HEAP_CLASS_LARGE)
@@ -362,7 +385,7 @@ static LFH_NOINLINE void free_checked(void *ptr, const char *routine, bool sized
         STATS_ADD(STATS_FREE_NULL, 1);
         return;
     }
-    struct descriptor *desc = block_descriptor(ptr);
+    struct descriptor *desc = block_descriptor(ptr, routine);
     size_t request;
     if (!debug_check(routine, ptr, desc, true, &request)) {
         STATS_ADD(STATS_FREE_INVALID, 1);
@@ -450,7 +473,7 @@ static struct heap_props block_props(struct descriptor *desc, const void *ptr)
 
 LFH_EXPORT size_t lfh_malloc_usable_size(void *ptr)
 {
-    struct descriptor *desc = block_descriptor(ptr);
+    struct descriptor *desc = block_descriptor(ptr, "malloc_usable_size");
     /* The debug build's usable bytes end where the canary starts. */
     size_t request;
     if (DEBUG_ENABLED && ptr)
@@ -461,19 +484,19 @@ LFH_EXPORT size_t lfh_malloc_usable_size(void *ptr)
 
 LFH_EXPORT size_t lfh_malloc_size(void *ptr)
 {
-    struct descriptor *desc = block_descriptor(ptr);
+    struct descriptor *desc = block_descriptor(ptr, "malloc_size");
     return desc ? block_props(desc, ptr).request : 0;
 }
 
 LFH_EXPORT size_t lfh_malloc_alignment(void *ptr)
 {
-    struct descriptor *desc = block_descriptor(ptr);
+    struct descriptor *desc = block_descriptor(ptr, "malloc_alignment");
     return desc ? block_props(desc, ptr).align : 0;
 }
 
 LFH_EXPORT bool lfh_malloc_zero_fill(void *ptr)
 {
-    struct descriptor *desc = block_descriptor(ptr);
+    struct descriptor *desc = block_descriptor(ptr, "malloc_zero_fill");
     return desc ? block_props(desc, ptr).zero_fill : false;
 }
 
@@ -484,7 +507,7 @@ static void *resize_in_place(void *ptr, struct descriptor *desc, size_t size, si
 {
     if ((uintptr_t)ptr & (align - 1))
         return NULL;
-    size_t room = debug_room(size);
+    size_t room = block_room(size);
     if (desc->class_index != HEAP_CLASS_LARGE) {
         size_t usable = desc->block_size;
         /* Stay while the request fits and would not waste over half the block. */
@@ -505,8 +528,10 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
         return fail_nomem();
     if (LFH_LIKELY(desc->class_index < SIZECLASS_COUNT && align == 0)) {
         /* A plain small block: no record, no property to keep. */
-        size_t usable = desc->block_size;
-        if (size <= usable && (size > usable / 2 || sizeclass_of(size) == desc->class_index))
+        size_t room = block_room(size);
+        size_t usable = usable_size(desc);
+        if (room <= desc->block_size &&
+            (room > desc->block_size / 2 || sizeclass_of(room) == desc->class_index))
             return ptr;
         void *fresh = malloc_block(size);
         if (!fresh)
@@ -557,7 +582,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
 static struct descriptor *resize_begin(enum lfh_stats_routine routine, const char *name, void *ptr,
                                        size_t size)
 {
-    struct descriptor *desc = block_descriptor(ptr);
+    struct descriptor *desc = block_descriptor(ptr, name);
     size_t request;
     if (!debug_check(name, ptr, desc, true, &request)) {
         if (size != 0)
@@ -716,7 +741,7 @@ LFH_EXPORT int lfh_posix_aligned_reallocarray(void **ptrp, size_t alignment, siz
 
 LFH_EXPORT bool lfh_malloc_remote(void *ptr)
 {
-    struct descriptor *desc = block_descriptor(ptr);
+    struct descriptor *desc = block_descriptor(ptr, "malloc_remote");
     return desc && desc->class_index != HEAP_CLASS_LARGE && !tcache_owns(desc);
 }
 

@@ -170,6 +170,33 @@ static void desc_retire(struct descriptor *d)
     stack_push(&desc_free_stack, d);
 }
 
+/* ---- the free mark ----------------------------------------------------------------- */
+
+/* Not zero from the start, so that fresh (zero) memory never looks freed, even to a free
+ * that comes before the first superblock; made random there (heap_mark_init). */
+#define HEAP_FREE_MARK_INITIAL UINT64_C(0x6c66686561702121)
+
+_Atomic uint64_t heap_free_mark = HEAP_FREE_MARK_INITIAL;
+
+/* Before the first block exists, so no block ever carries the initial mark. Every thread
+ * that gets here first computes the same mark and keys (os_random is the same in all of
+ * a process's threads), so racing initialisations store equal values. Release publishes
+ * the secure build's keys with the mark: a thread that sees the mark set (acquire) and
+ * skips this sees the keys too, and a thread that frees a block got it through the
+ * program from one that did. */
+static void heap_mark_init(void)
+{
+    if (atomic_load_explicit(&heap_free_mark, memory_order_acquire) != HEAP_FREE_MARK_INITIAL)
+        return;
+    uint64_t seed = os_random();
+    uint64_t mark = seed;
+    if (mark == 0 || mark == HEAP_FREE_MARK_INITIAL)
+        mark = ~HEAP_FREE_MARK_INITIAL;
+    if (SECURE_ENABLED)
+        secure_init(seed);
+    atomic_store_explicit(&heap_free_mark, mark, memory_order_release);
+}
+
 /* ---- partial stacks --------------------------------------------------------------- */
 
 #define HEAP_SHARDS 8 /* a power of two */
@@ -195,6 +222,10 @@ static void pages_release(char *start, size_t size, bool os_backed)
     /* Clear the map first: once the pages are unmapped another mapping may take their
      * addresses and register them. */
     pagemap_set(start, size, NULL);
+    /* The secure build's guard page goes with the chunk: its next tenant may put a block
+     * there. A refusal keeps the chunk out of use rather than hand out a trap. */
+    if (SECURE_ENABLED && !os_backed && !os_protect(start, size, true))
+        return;
     if (os_backed)
         os_unmap(start, size);
     else
@@ -203,6 +234,7 @@ static void pages_release(char *start, size_t size, bool os_backed)
 
 static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
 {
+    heap_mark_init();
     struct descriptor *d = desc_alloc();
     if (!d)
         return false;
@@ -219,12 +251,17 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     d->size = size;
     d->block_size = sizeclass_block_size[size_class];
     if (cls == size_class) {
-        d->max_count = (uint32_t)(size / d->block_size);
+        d->max_count = (uint32_t)((size - SECURE_GUARD_BYTES) / d->block_size);
         d->records = NULL;
     } else {
         /* A tracked class: each block has a 4-byte record, kept at the superblock's end. */
         d->max_count = (uint32_t)(size / (d->block_size + sizeof(uint32_t)));
         d->records = (uint32_t *)(start + size) - d->max_count;
+        if (SECURE_ENABLED) {
+            /* The secure build's guard page lies between the blocks and their records. */
+            size_t records_page = (size_t)((char *)d->records - start) & ~(OS_PAGE_SIZE - 1);
+            d->max_count = (uint32_t)((records_page - SECURE_GUARD_BYTES) / d->block_size);
+        }
 #ifdef LFHEAP_DEBUG
         /* The debug build's block states start at "never handed out" (a chunk may come
          * back dirty from an earlier tenant). */
@@ -244,11 +281,15 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     atomic_store_explicit(&d->owner, tid, memory_order_relaxed);
     atomic_store_explicit(&d->anchor, anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count),
                           memory_order_relaxed);
+    /* Relaxed: the page map's publication orders it before any free of the blocks. */
+    atomic_store_explicit(&d->carve, start, memory_order_relaxed);
     if (!pagemap_set(start, size, d)) {
         arena_free(start, size);
         desc_retire(d);
         return false;
     }
+    if (SECURE_ENABLED)
+        os_protect(start + (size_t)d->max_count * d->block_size, SECURE_GUARD_BYTES, false);
     /* The blocks are nobody's yet; a tracked superblock's records are lfheap's. */
     vgclient_unused(start, (size_t)d->max_count * d->block_size);
     if (d->records)
@@ -285,6 +326,11 @@ static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_
     /* Relaxed: ownership is a locality hint; no block's correctness depends on it. */
     atomic_store_explicit(&d->owner, tid, memory_order_relaxed);
     uint32_t tail = anchor_tail(old);
+    /* An uncarved tail in the anchor went back with its frontier (heap_give_back), and the
+     * acquire CAS orders that store before this read. (A tail of max_count means the
+     * anchor has none: a cache may still be carving.) */
+    LFH_ASSERT(tail == d->max_count || atomic_load_explicit(&d->carve, memory_order_relaxed) ==
+                                           d->start + (size_t)tail * d->block_size);
     out->desc = d;
     out->chain = anchor_chain(d, old);
     out->chain_count = anchor_count(old) - (d->max_count - tail);
@@ -312,6 +358,10 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
 {
     uint32_t bump_index = bump ? (uint32_t)((size_t)(bump - d->start) / d->block_size) : 0;
     uint32_t returned = count + (bump ? d->max_count - bump_index : 0);
+    /* Relaxed: the caller holds the tail, so nobody else writes the frontier; the CAS
+     * below releases it to whoever takes the tail next. */
+    if (bump)
+        atomic_store_explicit(&d->carve, bump, memory_order_relaxed);
     if (returned == 0)
         return;
     /* No arena_tick here: give-backs are the most frequent slow path under remote frees,
@@ -329,7 +379,7 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
         uint64_t avail = anchor_avail(old);
         if (first) {
             /* The block is ours until the CAS succeeds; rewriting on retry is fine. */
-            *(void **)last = anchor_chain(d, old);
+            heap_link_set(last, anchor_chain(d, old));
             avail = (uint64_t)((char *)first - d->start) >> 4;
         }
         uint32_t tail = bump ? bump_index : anchor_tail(old);
@@ -422,7 +472,7 @@ static inline size_t round_to_pages(size_t size)
 
 void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
 {
-    size_t bytes = round_to_pages(size ? size : 1);
+    size_t bytes = round_to_pages(size ? size : 1) + SECURE_GUARD_BYTES;
     if (bytes < size)
         return NULL;
     struct descriptor *d = desc_alloc();
@@ -452,6 +502,9 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     d->block_magic = 1;
     d->block_limit = 1;
     d->records = NULL;
+    /* Past every address: a large block's one block start was handed out. Relaxed, as
+     * for a superblock: the page map publishes it. */
+    atomic_store_explicit(&d->carve, (char *)UINTPTR_MAX, memory_order_relaxed);
     /* A plain malloc's record; the routines with sticky properties overwrite it. */
     d->large_request = size;
     d->large_flags = HEAP_RECORD_MALLOC;
@@ -464,6 +517,9 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
         desc_retire(d);
         return NULL;
     }
+    /* The secure build's guard page right after the block's usable bytes. */
+    if (SECURE_ENABLED)
+        os_protect(start + bytes - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, false);
     vgclient_alloc(start, bytes, *zeroed);
     STATS_ADD(d->os_backed ? STATS_HUGE_ALLOCATED : STATS_LARGE_ALLOCATED, 1);
     STATS_ADD(d->os_backed ? STATS_HUGE_BYTES_IN : STATS_LARGE_BYTES_IN, bytes);
@@ -484,7 +540,9 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     size_t bytes = round_to_pages(size);
     char *old = d->start;
     size_t old_bytes = d->size;
-    if (bytes < size)
+    /* The secure build's guard page would have to move with the block's end: it moves
+     * the whole block instead. */
+    if (bytes < size || SECURE_ENABLED)
         return NULL;
     if (bytes == old_bytes)
         return old;

@@ -23,7 +23,9 @@
 #define LFHEAP_HEAP_H
 
 #include "common.h"
+#include "secure.h"
 #include "sizeclass.h"
+#include "vgclient.h"
 
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -97,6 +99,15 @@ struct descriptor {
      * that allocates or resizes it, read by whoever holds it. */
     uint32_t large_flags;
     size_t large_request;
+
+    /* The carve frontier: every block below it has been handed out at least once, none at
+     * or above it ever was (Streamflow's bump allocation carves in address order). Written
+     * only by whoever holds the superblock's uncarved tail — the cache bumping through it
+     * (tcache_bin_take), or heap_give_back when the tail goes back to the anchor — and
+     * read by every free, which refuses a block start at or above it. For a large block,
+     * its end. On this line rather than the first: it changes with every carved block,
+     * and the first line is read by the frees of other threads. */
+    _Atomic(char *) carve;
 };
 
 /* True if `ptr`, an address inside the superblock `desc` describes, is the start of one
@@ -116,6 +127,80 @@ LFH_INLINE bool heap_is_block_start(const struct descriptor *desc, const void *p
 _Static_assert(offsetof(struct descriptor, anchor) == LFH_CACHE_LINE,
                "what every free reads fits one cache line");
 
+/* True if no block at or past `block`, a block start of `desc`, was ever handed out.
+ * Relaxed: a free of a block that was handed out follows, through the program's own
+ * hand-off of the pointer, the carve that handed it out, so it reads that frontier or a
+ * later one; only a block never handed out can be judged uncarved. */
+LFH_INLINE bool heap_block_uncarved(const struct descriptor *desc, const void *block)
+{
+    return (const char *)block >= atomic_load_explicit(&desc->carve, memory_order_relaxed);
+}
+
+/* The free mark: a freed small block's second word holds heap_free_mark, a per-process
+ * random value, from the moment it is freed until it is handed out again (every way out
+ * of the heap clears it). A free that finds the mark refuses the block: it is already on
+ * a free list, and taking it again would hand it out twice. A live block carries the mark
+ * only if the program wrote this secret there, which it can learn only by reading freed
+ * memory; a program that writes into a freed block's second word defeats the check (a
+ * use after free before the double free). The debug build knows every block's state from
+ * its records and fills freed blocks itself, so it leaves the mark out. */
+#ifdef LFHEAP_DEBUG
+#define HEAP_FREE_MARKS 0
+#else
+#define HEAP_FREE_MARKS 1
+#endif
+extern _Atomic uint64_t heap_free_mark __attribute__((visibility("hidden")));
+
+/* The mark, read once per free (the fast path compares and stores the same value).
+ * Relaxed: it changes once, at the first superblock (heap_mark_init), before any block
+ * exists to carry it, and a thread that frees a block got it, through the program, from
+ * one that saw the mark set. The block's words themselves are plain memory: they belong
+ * to whoever holds the block, ordered by the program's hand-off as its contents are. */
+LFH_INLINE uint64_t heap_mark(void)
+{
+    return atomic_load_explicit(&heap_free_mark, memory_order_relaxed);
+}
+
+LFH_INLINE bool heap_block_marked_free(const void *block, uint64_t mark)
+{
+    return HEAP_FREE_MARKS && ((const uint64_t *)block)[1] == mark;
+}
+
+LFH_INLINE void heap_block_mark_free(void *block, uint64_t mark)
+{
+    if (HEAP_FREE_MARKS)
+        ((uint64_t *)block)[1] = mark;
+}
+
+LFH_INLINE void heap_block_unmark(void *block)
+{
+    if (HEAP_FREE_MARKS)
+        ((uint64_t *)block)[1] = 0;
+}
+
+/* The link from a free block to the next one of its list or chain, in its first word
+ * (encoded in the secure build: secure.h). */
+LFH_INLINE void *heap_link_get(const void *block)
+{
+    return secure_link_decode(block, *(void *const *)block);
+}
+
+LFH_INLINE void heap_link_set(void *block, void *next)
+{
+    *(void **)block = secure_link_encode(block, next);
+}
+
+/* True if `ptr` is a block lfheap handed out and the program has not freed: a block start
+ * of `desc` (its descriptor from the page map), below the carve frontier, and for a small
+ * block without the free mark. free, realloc and the queries take nothing else. */
+LFH_INLINE bool heap_block_live(const struct descriptor *desc, const void *ptr)
+{
+    if (!heap_is_block_start(desc, ptr) || heap_block_uncarved(desc, ptr))
+        return false;
+    return desc->class_index == HEAP_CLASS_LARGE || !HEAP_FREE_MARKS ||
+           vgclient_peek((const uint64_t *)ptr + 1) != heap_mark();
+}
+
 /* What a thread cache receives when it takes a superblock's free blocks. */
 struct heap_fill {
     struct descriptor *desc;
@@ -131,7 +216,8 @@ struct heap_fill {
 bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out);
 
 /* Gives back `count` blocks of `desc` linked from `first` to `last` (count may be 0 with
- * first NULL), and, if `bump` is not NULL, the uncarved tail starting at `bump`. */
+ * first NULL), and, if `bump` is not NULL, the uncarved tail starting at `bump`, which
+ * becomes the carve frontier. The blocks must carry the free mark already. */
 void heap_give_back(struct descriptor *desc, void *first, void *last, uint32_t count, char *bump);
 
 /* A record: the request size in the low 16 bits (small blocks are at most 32 KiB; a large

@@ -21,6 +21,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 
 /* `calls` is a STATS_*_CALLS counter; its bytes counter follows it. */
@@ -84,6 +86,32 @@ static void os_defer_unmap(void *addr, size_t size)
     /* Every slot taken: the range stays reserved for good, but its pages go back. */
     os_count(STATS_MADVISE_CALLS, size);
     madvise(addr, size, MADV_DONTNEED);
+}
+
+bool os_protect(void *addr, size_t size, bool accessible)
+{
+    if (os_fault())
+        return false;
+    return mprotect(addr, size, accessible ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+}
+
+/* splitmix64's finaliser: every input bit reaches every output bit. */
+static uint64_t mix64(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return x ^ (x >> 31);
+}
+
+uint64_t os_random(void)
+{
+    /* AT_RANDOM: 16 bytes the kernel fills at exec for the process's own use (glibc takes
+     * its stack and pointer guards from them; reading them takes nothing away). */
+    uint64_t words[2] = {0, 0};
+    const void *bytes = (const void *)getauxval(AT_RANDOM);
+    if (bytes)
+        memcpy(words, bytes, sizeof words);
+    return mix64(words[0] ^ mix64(words[1]));
 }
 
 void os_retry(void)

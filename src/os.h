@@ -46,6 +46,14 @@ bool os_move(void *old, size_t old_size, void *dest, size_t new_size);
  * a destructor). */
 bool os_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *), void *value);
 
+/* Makes the pages of the range inaccessible (a guard page) or accessible again. False
+ * if the kernel refused (it may, when the split would exceed vm.max_map_count). */
+bool os_protect(void *addr, size_t size, bool accessible);
+
+/* A random value, different in every process and the same in all its threads: the
+ * kernel's AT_RANDOM bytes, mixed, read without a system call. */
+uint64_t os_random(void);
+
 /* Retries the unmaps the kernel refused; cheap when there are none. Called when the
  * arenas purge, so that memory given back during a shortage goes back after it. */
 void os_retry(void);

@@ -175,10 +175,10 @@ static unsigned give_back_list(void *list)
         size_t size = d->size;
         void *first = list, *last = list;
         uint32_t count = 1;
-        list = *(void **)list;
+        list = heap_link_get(list);
         while ((uintptr_t)list - start < size) {
             last = list;
-            list = *(void **)list;
+            list = heap_link_get(list);
             count++;
         }
         blocks += count;
@@ -188,7 +188,7 @@ static unsigned give_back_list(void *list)
         while (t.desc[slot] && t.desc[slot] != d)
             slot = (slot + 1) & (GIVE_BACK_SLOTS - 1);
         if (t.desc[slot]) {
-            *(void **)last = t.first[slot];
+            heap_link_set(last, t.first[slot]);
             t.first[slot] = first;
             t.count[slot] += count;
             continue;
@@ -229,18 +229,38 @@ static void *alloc_uncached(unsigned cls)
     uint32_t rest_count = 0;
     if (fill.chain) {
         block = fill.chain;
-        rest = *(void **)block;
-        for (void *b = rest; b; b = *(void **)b) {
+        rest = heap_link_get(block);
+        for (void *b = rest; b; b = heap_link_get(b)) {
             rest_last = b;
             rest_count++;
         }
+        if (SECURE_ENABLED)
+            secure_check_reuse(block, fill.desc->block_size, heap_mark(), rest);
     } else {
         block = fill.bump;
         fill.bump += fill.desc->block_size;
     }
     uint32_t size = fill.desc->block_size;
+    /* The give-back moves the frontier past a carved block before it is handed out. */
     heap_give_back(fill.desc, rest, rest_last, rest_count, fill.bump);
     vgclient_alloc(block, size, false);
+    heap_block_unmark(block);
+    secure_hand_out(block, size);
+    vgclient_unmarked(block);
+    return block;
+}
+
+/* Hands out `block`, the head of a list of freed blocks, and makes the `rest` blocks
+ * after it the bin's list. */
+static void *hand_out_freed(struct tcache_bin *bin, struct tcache_cold *cold, void *block,
+                            uint32_t rest)
+{
+    void *next = heap_link_get(block);
+    if (SECURE_ENABLED)
+        secure_check_reuse(block, bin->block_size, heap_mark(), next);
+    bin_install(bin, cold, next, rest);
+    heap_block_unmark(block);
+    secure_hand_out(block, bin->block_size);
     return block;
 }
 
@@ -262,8 +282,7 @@ static void *alloc_slow(unsigned cls)
         /* The spare magazine becomes the list: no walk, no heap. */
         void *block = cold->spare;
         cold->spare = NULL;
-        bin_install(bin, cold, *(void **)block, cold->spare_count - 1);
-        return block;
+        return hand_out_freed(bin, cold, block, cold->spare_count - 1);
     }
     struct heap_fill fill;
     if (!heap_fill(cls, tc->id, &fill)) {
@@ -279,13 +298,15 @@ static void *alloc_slow(unsigned cls)
     bin->bump = fill.bump;
     bin->bump_end = fill.bump_end;
     cold->bump_desc = fill.desc;
-    if (fill.chain) {
-        bin_install(bin, cold, *(void **)fill.chain, fill.chain_count - 1);
-        return fill.chain;
-    }
+    if (fill.chain)
+        return hand_out_freed(bin, cold, fill.chain, fill.chain_count - 1);
     bin_install(bin, cold, NULL, 0);
     void *block = bin->bump;
     bin->bump += bin->block_size;
+    /* Relaxed, as on the fast path (tcache_bin_take). */
+    atomic_store_explicit(&fill.desc->carve, bin->bump, memory_order_relaxed);
+    heap_block_unmark(block);
+    secure_hand_out(block, bin->block_size);
     return block;
 }
 
@@ -311,9 +332,9 @@ static void flush_bin(void *block)
     /* The list overflowed with `block`, its head: the rest becomes the spare magazine, and
      * a spare that was still there goes back to the heap (LRMalloc's CacheFlush). */
     void *old_spare = cold->spare;
-    cold->spare = *(void **)block;
+    cold->spare = heap_link_get(block);
     cold->spare_count = cold->list_base - 1;
-    *(void **)block = NULL;
+    heap_link_set(block, NULL);
     bin_install(bin, cold, block, 1);
     if (!old_spare)
         return;
@@ -331,16 +352,20 @@ void tcache_flush(void *block)
 
 static void free_slow(void *block, struct descriptor *desc)
 {
+    if (SECURE_ENABLED)
+        secure_check_free(block, desc->block_size);
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET))
         tcache_setup(tc);
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_EXITED)) {
         vgclient_free(block);
         vgclient_link(block);
+        heap_block_mark_free(block, heap_mark());
         heap_give_back(desc, block, block, 1, NULL);
         return;
     }
-    *(void **)block = tc->remote_head;
+    heap_block_mark_free(block, heap_mark());
+    heap_link_set(block, tc->remote_head);
     tc->remote_head = block;
     if (++tc->remote_count >= TCACHE_REMOTE_BATCH)
         flush_remote(tc);
@@ -395,7 +420,7 @@ unsigned tcache_flush_all(void)
 /* Leaves the calling thread's cache in an orphan slot; false if no slot or no memory. */
 static bool tcache_orphan(struct tcache *tc)
 {
-    struct tcache *copy = tcache_alloc(sizeclass_of(sizeof(struct tcache)));
+    struct tcache *copy = tcache_alloc(sizeclass_of(sizeof(struct tcache) + SECURE_TAIL_BYTES));
     if (!copy)
         return false;
     *copy = *tc;
@@ -511,7 +536,7 @@ static uint64_t count_held(void *block, uint64_t *bytes)
             break;
         count++;
         *bytes += d->block_size;
-        block = *(void **)block;
+        block = heap_link_get(block);
     }
     return count;
 }

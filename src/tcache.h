@@ -113,25 +113,43 @@ LFH_INLINE uintptr_t tcache_base(void)
 }
 #endif
 
-/* free and malloc index the bins with class * SIZECLASS_STRIDE, without scaling. */
+/* free and malloc index the bins with class * SIZECLASS_STRIDE, without scaling; the
+ * bump path reaches its class's cold part at a fixed distance from the bin. */
 _Static_assert(sizeof(struct tcache_bin) == SIZECLASS_STRIDE, "bins are SIZECLASS_STRIDE apart");
+_Static_assert(sizeof(struct tcache_cold) == SIZECLASS_STRIDE, "so are the cold parts");
 _Static_assert(offsetof(struct tcache, bins) == 0, "the bins start the cache");
+#define TCACHE_COLD_OFFSET offsetof(struct tcache, cold)
 
 /* Pops the list of the bin at `bin_base` (tcache_base() + class * SIZECLASS_STRIDE), or
- * else carves the next block of the bump range; NULL if both are empty. Blocks are never
- * written before they are handed out (Streamflow). */
+ * else carves the next block of the bump range, moving the superblock's carve frontier
+ * past it; NULL if both are empty. Either way the block loses the free mark (a carved
+ * block may hold a stale one from an earlier tenant of its pages); blocks are otherwise
+ * not written before they are handed out (Streamflow). */
 LFH_INLINE void *tcache_bin_take(uintptr_t bin_base)
 {
     struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)bin_base;
     void *block = bin->head;
     if (LFH_LIKELY(block != NULL)) {
-        bin->head = *(void **)block;
+        void *next = heap_link_get(block);
+        if (SECURE_ENABLED)
+            secure_check_reuse(block, bin->block_size, heap_mark(), next);
+        bin->head = next;
         bin->credit++;
+        heap_block_unmark(block);
+        secure_hand_out(block, bin->block_size);
         return block;
     }
     char *fresh = bin->bump;
     if (LFH_LIKELY(fresh != bin->bump_end)) {
-        bin->bump = fresh + bin->block_size;
+        char *next = fresh + bin->block_size;
+        bin->bump = next;
+        struct tcache_cold TCACHE_SEG *cold =
+            (TCACHE_SEG struct tcache_cold *)(bin_base + TCACHE_COLD_OFFSET);
+        /* Relaxed: this cache alone carves the range; a free of the block follows this
+         * store through the program's hand-off (heap_block_uncarved). */
+        atomic_store_explicit(&cold->bump_desc->carve, next, memory_order_relaxed);
+        heap_block_unmark(fresh);
+        secure_hand_out(fresh, bin->block_size);
         return fresh;
     }
     return NULL;
@@ -160,11 +178,20 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
     if (LFH_UNLIKELY(atomic_load_explicit(&desc->owner, memory_order_relaxed) !=
                      ((TCACHE_SEG struct tcache *)base)->id))
         return 0;
-    /* An interior pointer goes the slow way, which ignores it. */
+    /* An interior pointer, a block never handed out or one already freed goes the slow
+     * way, which ignores it (heap_block_live). */
     if (LFH_UNLIKELY(!heap_is_block_start(desc, block)))
         return 0;
+    uint64_t mark = heap_mark();
+    if (LFH_UNLIKELY(heap_block_uncarved(desc, block) || heap_block_marked_free(block, mark)))
+        return 0;
     struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)(base + desc->class_scaled);
-    *(void **)block = bin->head;
+    if (SECURE_ENABLED)
+        secure_check_free(block, desc->block_size);
+    /* Marked before it joins the list: a free that interrupts this one (a signal handler's)
+     * already finds it freed. */
+    heap_block_mark_free(block, mark);
+    heap_link_set(block, bin->head);
     bin->head = block;
     if (LFH_UNLIKELY(--bin->credit == 0))
         tcache_flush(block);

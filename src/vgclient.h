@@ -15,6 +15,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #if !defined(LFHEAP_NO_VALGRIND) && defined(__has_include)
 #if __has_include(<valgrind/memcheck.h>)
@@ -45,11 +47,33 @@ LFH_INLINE void vgclient_free(void *block)
     VALGRIND_FREELIKE_BLOCK(block, 0);
 }
 
-/* A free small block's first word, through which lfheap links it to its superblock's
- * chain: addressable for lfheap (undefined until lfheap writes the link). */
+/* A free small block's first two words, the link to the next block of its chain and
+ * the free mark (heap.h): addressable for lfheap, undefined until lfheap writes them, so
+ * that a double free can read the mark without memcheck reporting lfheap. */
 LFH_INLINE void vgclient_link(void *block)
 {
-    VALGRIND_MAKE_MEM_UNDEFINED(block, sizeof(void *));
+    VALGRIND_MAKE_MEM_UNDEFINED(block, 2 * sizeof(void *));
+}
+
+/* The free mark of a block just handed out, which lfheap cleared: undefined again, as the
+ * rest of a fresh block is to the program. */
+LFH_INLINE void vgclient_unmarked(void *block)
+{
+    VALGRIND_MAKE_MEM_UNDEFINED((char *)block + sizeof(void *), sizeof(void *));
+}
+
+/* The word at `addr` as lfheap's checks read it: a live block's free-mark word is the
+ * program's and may be uninitialised, which memcheck would report when the check compares
+ * it; the read is made on defined bits, and the word's own bits are put back. */
+LFH_INLINE uint64_t vgclient_peek(const void *addr)
+{
+    uint64_t vbits = 0, word;
+    unsigned saved = VALGRIND_GET_VBITS(addr, &vbits, sizeof word);
+    VALGRIND_MAKE_MEM_DEFINED(addr, sizeof word);
+    memcpy(&word, addr, sizeof word);
+    if (saved == 1)
+        VALGRIND_SET_VBITS(addr, &vbits, sizeof word);
+    return word;
 }
 
 /* Memory that is lfheap's and nobody's block yet (a fresh superblock). */
@@ -82,6 +106,16 @@ LFH_INLINE void vgclient_free(void *block)
 LFH_INLINE void vgclient_link(void *block)
 {
     (void)block;
+}
+LFH_INLINE void vgclient_unmarked(void *block)
+{
+    (void)block;
+}
+LFH_INLINE uint64_t vgclient_peek(const void *addr)
+{
+    uint64_t word;
+    memcpy(&word, addr, sizeof word);
+    return word;
 }
 LFH_INLINE void vgclient_unused(void *start, size_t size)
 {

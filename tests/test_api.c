@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -232,6 +233,136 @@ static void interior_pointers_are_ignored(void)
     }
 }
 
+/* Whether `ptr` is refused as a block the program does not hold: malloc_usable_size says
+ * 0, realloc fails with EINVAL, free ignores it. */
+static void refused_at(uintptr_t addr)
+{
+    void *ptr = (void *)addr;
+    CHECK(T_MALLOC_USABLE_SIZE(opaque(ptr)) == 0);
+    errno = 0;
+    CHECK(T_REALLOC(opaque(ptr), 64) == NULL && errno == EINVAL);
+    T_FREE(opaque(ptr));
+}
+
+/* After refusals, the heap still hands out distinct blocks: `n` blocks of `size`, each
+ * filled with its own byte, all intact once all are allocated, none equal to `avoid`
+ * (a block the caller still holds, or NULL). */
+static void blocks_stay_distinct(size_t size, const void *avoid)
+{
+    enum { N = 8 };
+    unsigned char *b[N];
+    for (int i = 0; i < N; i++) {
+        b[i] = T_MALLOC(size);
+        REQUIRE(b[i]);
+        CHECK(b[i] != avoid);
+        memset(b[i], 0x30 + i, size);
+    }
+    for (int i = 0; i < N; i++) {
+        size_t bad = 0;
+        for (size_t k = 0; k < size; k++)
+            bad += b[i][k] != 0x30 + i;
+        CHECK(bad == 0);
+        for (int j = 0; j < i; j++)
+            CHECK(b[i] != b[j]);
+    }
+    for (int i = 0; i < N; i++)
+        T_FREE(b[i]);
+}
+
+static const size_t refusal_sizes[] = {16, 100, 1000, 5000, 20000, 40000, 200000, 3u << 20};
+
+/* A block freed twice: the second free is ignored wherever the block waits, in the
+ * freeing thread's cache, back in its superblock after a trim, or, for a large block,
+ * gone from the page map. */
+static void double_frees_are_ignored(void)
+{
+    for (size_t i = 0; i < sizeof refusal_sizes / sizeof *refusal_sizes; i++) {
+        size_t s = refusal_sizes[i];
+        void *p = T_MALLOC(s);
+        REQUIRE(p);
+        uintptr_t freed = (uintptr_t)p;
+        T_FREE(p);
+        refused_at(freed);
+        blocks_stay_distinct(s, NULL);
+        void *q = T_MALLOC(s);
+        REQUIRE(q);
+        freed = (uintptr_t)q;
+        T_FREE(q);
+        T_MALLOC_TRIM(0);
+        refused_at(freed);
+        blocks_stay_distinct(s, NULL);
+    }
+}
+
+static void *free_twice(void *ptr)
+{
+    uintptr_t freed = (uintptr_t)ptr;
+    T_FREE(ptr);
+    refused_at(freed);
+    return NULL;
+}
+
+/* The same from a thread that does not own the block: its second free finds the block
+ * waiting in its buffer of remote frees. */
+static void remote_double_frees_are_ignored(void)
+{
+    for (size_t i = 0; i < sizeof refusal_sizes / sizeof *refusal_sizes; i++) {
+        size_t s = refusal_sizes[i];
+        void *p = T_MALLOC(s);
+        REQUIRE(p);
+        uintptr_t freed = (uintptr_t)p;
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, free_twice, p) == 0);
+        REQUIRE(pthread_join(t, NULL) == 0);
+        refused_at(freed);
+        blocks_stay_distinct(s, NULL);
+    }
+}
+
+/* The block starts after a thread's first block of a size class no other code uses are
+ * never handed out (blocks are carved in address order): each is refused, and the heap
+ * does not hand out a block twice afterwards. */
+static void *uncarved_slots(void *unused)
+{
+    (void)unused;
+    enum { SIZE = 7000 };
+    unsigned char *p = T_MALLOC(SIZE);
+    REQUIRE(p);
+    size_t u = T_MALLOC_USABLE_SIZE(p);
+    REQUIRE(u >= SIZE);
+    for (size_t k = 1; k <= 3; k++)
+        refused_at((uintptr_t)(p + k * u));
+    blocks_stay_distinct(SIZE, p);
+    T_FREE(p);
+    return NULL;
+}
+
+static void uncarved_slots_are_ignored(void)
+{
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, uncarved_slots, NULL) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+}
+
+/* Every block of some superblocks freed and the cache trimmed, so that the superblocks
+ * empty and their pages go back: their blocks are refused too. */
+static void blocks_of_emptied_superblocks_are_ignored(void)
+{
+    enum { N = 600, SIZE = 900 };
+    static uintptr_t blocks[N];
+    for (int i = 0; i < N; i++) {
+        void *p = T_MALLOC(SIZE);
+        REQUIRE(p);
+        blocks[i] = (uintptr_t)p;
+    }
+    for (int i = 0; i < N; i++)
+        T_FREE((void *)blocks[i]);
+    T_MALLOC_TRIM(0);
+    for (int i = 0; i < N; i += 7)
+        refused_at(blocks[i]);
+    blocks_stay_distinct(SIZE, NULL);
+}
+
 static void blocks_do_not_overlap(void)
 {
     enum { N = 5000 };
@@ -265,6 +396,10 @@ int main(void)
     RUN(aligned_alloc_and_memalign);
     RUN(usable_size_and_free_edge_cases);
     RUN(interior_pointers_are_ignored);
+    RUN(uncarved_slots_are_ignored);
+    RUN(double_frees_are_ignored);
+    RUN(remote_double_frees_are_ignored);
+    RUN(blocks_of_emptied_superblocks_are_ignored);
     RUN(blocks_do_not_overlap);
     return test_exit_status();
 }
