@@ -73,10 +73,10 @@ static void touch(char *p, size_t size, char value)
 }
 
 /* The allocator activity after the mistake: rounds of up to 100 blocks of `size`, all
- * written, then all freed, `total` blocks in all. The first malloc of each round takes
- * back the most recently freed block (every allocator of the collection reuses
- * last-in-first-out), so the damaged block is handed out again and its neighbours are
- * freed and reused around it. */
+ * written, then all freed, `total` blocks in all. Most allocators reuse freed blocks
+ * last-in-first-out, so the first malloc takes back the damaged block; one that delays
+ * reuse (mimalloc collects a page's freed blocks only when its free list runs dry)
+ * still has its size's blocks come and go a few hundred times around it. */
 static void churn(size_t size, int total)
 {
     char *blocks[100];
@@ -421,7 +421,7 @@ static void underflow_large_8(void)
 /* ---- use after free ---------------------------------------------------------------- */
 
 /* Writes `count` bytes at `offset` of a freed block, then takes blocks of its size back
- * (the first of them is, in every allocator of the collection, the freed one). */
+ * (the first of them is the freed one where reuse is last-in-first-out). */
 static void write_after_free(size_t size, size_t offset, size_t count)
 {
     char *p = must_malloc(size), *stale = opaque(p);
