@@ -3,7 +3,7 @@
 # each allocator preloaded and prints which allocator stops which misuse.
 #   build/t-plain/misuse   the cases, run by tests/misuse.sh and tests/suites/misuse.sh
 #   make misuse            the table over glibc, jemalloc, tcmalloc, mimalloc and lfheap's
-#                          release, debug and (once it exists) secure builds; installs
+#                          release, debug and secure builds; installs
 #                          the Debian peers first when run as root. MISUSE_ARGS passes
 #                          extra options or allocators to the runner.
 
@@ -13,18 +13,12 @@ $(BUILD)/t-plain/misuse: tests/misuse.c mk/misuse.mk
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) -O0 -fno-builtin -g -pthread $< -o $@
 
-# The secure build comes from another component that may not be present: it joins the
-# test binaries only when some makefile defines its flags. TEST_BINS is expanded where
-# the Makefile's test targets are read, after every mk/*.mk, but mk/secure.mk (say)
-# would be read after this file: hence $$, so that the test (a prerequisite list under
-# .SECONDEXPANSION) asks only once every makefile has been read.
-MISUSE_SECURE = $(if $(filter-out undefined,$(origin FLAGS_secure)),$(BUILD)/liblfheap-secure.so)
-TEST_BINS += $(BUILD)/t-plain/misuse $(BUILD)/liblfheap-debug.so $$(MISUSE_SECURE)
+TEST_BINS += $(BUILD)/t-plain/misuse $(BUILD)/liblfheap-debug.so $(BUILD)/liblfheap-secure.so
 
 MISUSE_ALLOCATORS := glibc jemalloc tcmalloc mimalloc lfheap lfheap-debug lfheap-secure
 MISUSE_ARGS ?=
 
 .PHONY: misuse
-misuse: $(BUILD)/liblfheap.so $(BUILD)/liblfheap-debug.so $(BUILD)/t-plain/misuse \
-        $$(MISUSE_SECURE)
+misuse: $(BUILD)/liblfheap.so $(BUILD)/liblfheap-debug.so $(BUILD)/liblfheap-secure.so \
+        $(BUILD)/t-plain/misuse
 	bash tests/misuse.sh --install $(MISUSE_ALLOCATORS) $(MISUSE_ARGS)
