@@ -222,9 +222,11 @@ static void pages_release(char *start, size_t size, bool os_backed)
     /* Clear the map first: once the pages are unmapped another mapping may take their
      * addresses and register them. */
     pagemap_set(start, size, NULL);
-    /* The secure build's guard page goes with the chunk: its next tenant may put a block
-     * there. A refusal keeps the chunk out of use rather than hand out a trap. */
-    if (SECURE_ENABLED && !os_backed && !os_protect(start, size, true))
+    /* The secure build's guard page after a large block goes with the chunk: its next
+     * tenant may put a block there. A refusal keeps the chunk out of use rather than
+     * hand out a trap. */
+    if (SECURE_ENABLED && !os_backed && size > SECURE_GUARD_BYTES &&
+        !os_protect(start + size - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, true))
         return;
     if (os_backed)
         os_unmap(start, size);
@@ -251,17 +253,12 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     d->size = size;
     d->block_size = sizeclass_block_size[size_class];
     if (cls == size_class) {
-        d->max_count = (uint32_t)((size - SECURE_GUARD_BYTES) / d->block_size);
+        d->max_count = (uint32_t)(size / d->block_size);
         d->records = NULL;
     } else {
         /* A tracked class: each block has a 4-byte record, kept at the superblock's end. */
         d->max_count = (uint32_t)(size / (d->block_size + sizeof(uint32_t)));
         d->records = (uint32_t *)(start + size) - d->max_count;
-        if (SECURE_ENABLED) {
-            /* The secure build's guard page lies between the blocks and their records. */
-            size_t records_page = (size_t)((char *)d->records - start) & ~(OS_PAGE_SIZE - 1);
-            d->max_count = (uint32_t)((records_page - SECURE_GUARD_BYTES) / d->block_size);
-        }
 #ifdef LFHEAP_DEBUG
         /* The debug build's block states start at "never handed out" (a chunk may come
          * back dirty from an earlier tenant). */
@@ -288,8 +285,6 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
         desc_retire(d);
         return false;
     }
-    if (SECURE_ENABLED)
-        os_protect(start + (size_t)d->max_count * d->block_size, SECURE_GUARD_BYTES, false);
     /* The blocks are nobody's yet; a tracked superblock's records are lfheap's. */
     vgclient_unused(start, (size_t)d->max_count * d->block_size);
     if (d->records)
