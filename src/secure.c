@@ -26,10 +26,12 @@ static uint64_t spread(uint64_t x)
 void secure_init(uint64_t seed)
 {
     const char *fill = getenv("LFHEAP_SECURE_FILL");
-    int byte = SECURE_FILL_POISON;
-    if (fill && fill[0] == 'z')
-        byte = 0;
-    atomic_store_explicit(&secure_keys.fill, byte, memory_order_relaxed);
+    bool zero = fill && strcmp(fill, "zero") == 0;
+    bool whole = zero || (fill && strcmp(fill, "full") == 0);
+    uint64_t byte = zero ? 0 : SECURE_FILL_POISON;
+    atomic_store_explicit(&secure_keys.fill_word, UINT64_C(0x0101010101010101) * byte,
+                          memory_order_relaxed);
+    atomic_store_explicit(&secure_keys.fill_whole, whole, memory_order_relaxed);
     atomic_store_explicit(&secure_keys.link, spread(seed ^ UINT64_C(0x6c696e6b)),
                           memory_order_relaxed);
     atomic_store_explicit(&secure_keys.canary, spread(seed ^ UINT64_C(0x63616e61)),
@@ -49,37 +51,6 @@ void secure_fail(const char *kind, const char *routine, const void *ptr)
     out_str(&o, ")\n");
     out_flush(&o);
     abort();
-}
-
-void secure_check_reuse(void *block, size_t block_size, uint64_t mark, void *next)
-{
-    uint64_t word;
-    memcpy(&word, (char *)block + sizeof word, sizeof word);
-    /* Blocks are 16-aligned: a link that decodes otherwise was overwritten. */
-    if (word != mark || ((uintptr_t)next & 15) != 0)
-        secure_fail("write after free", "malloc", block);
-    size_t end = block_size < 16 + SECURE_CHECK_BYTES ? block_size : 16 + SECURE_CHECK_BYTES;
-    uint64_t fill = UINT64_C(0x0101010101010101) *
-                    (unsigned char)atomic_load_explicit(&secure_keys.fill, memory_order_relaxed);
-    uint64_t changed = 0;
-    /* Word by word (blocks are multiples of 16 bytes), with no early exit. */
-    for (size_t i = 16; i < end; i += sizeof word) {
-        memcpy(&word, (char *)block + i, sizeof word);
-        changed |= word ^ fill;
-    }
-    if (changed)
-        secure_fail("write after free", "malloc", block);
-}
-
-void secure_check_free(void *block, size_t block_size)
-{
-    uint64_t canary;
-    memcpy(&canary, (char *)block + block_size - sizeof canary, sizeof canary);
-    if (canary != secure_canary(block))
-        secure_fail("heap overflow", "free", block);
-    if (block_size > 16)
-        memset((char *)block + 16, atomic_load_explicit(&secure_keys.fill, memory_order_relaxed),
-               block_size - 16);
 }
 
 #endif

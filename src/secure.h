@@ -18,9 +18,8 @@
  *  - every small block ends in a tail canary, a word keyed by the block's address,
  *    checked by free (a write past the block's end: malloc_usable_size stops before it);
  *  - a guard page (no access) ends every large block, so that a run of writes past it
- *    faults. (Superblocks have none: two system calls for every superblock set up and
- *    released cost the allocation-heavy workloads over half their time, and the tail
- *    canaries cover their blocks.)
+ *    faults. Superblocks have none: it would take two system calls for every superblock
+ *    set up and released, and the tail canaries already cover their blocks.
  */
 #ifndef LFHEAP_SECURE_H
 #define LFHEAP_SECURE_H
@@ -43,16 +42,20 @@
 #define SECURE_TAIL_BYTES (SECURE_ENABLED ? sizeof(uint64_t) : 0)
 /* Bytes of guard page at the end of every large block. */
 #define SECURE_GUARD_BYTES (SECURE_ENABLED ? (size_t)4096 : 0)
-/* The fill of freed blocks, and how much of it is checked when a block comes back. */
+/* The fill of freed blocks. By default it covers what is checked when a block comes
+ * back: SECURE_CHECK_BYTES after the link and the mark, where writes after free usually
+ * land (a structure's first fields); LFHEAP_SECURE_FILL=full fills whole blocks, and
+ * LFHEAP_SECURE_FILL=zero fills whole blocks with zeros. */
 #define SECURE_FILL_POISON 0xFD
 #define SECURE_CHECK_BYTES 64
 
 /* The keys, derived from the free mark's random seed at the first superblock
  * (secure_init), before any block exists. Relaxed loads: set once, then read only. */
 struct secure_keys {
-    _Atomic uint64_t link;   /* xor-ed into every stored free-list link */
-    _Atomic uint64_t canary; /* xor-ed with the block's address into its tail canary */
-    _Atomic int fill;        /* the byte freed blocks are filled with; -1: no fill */
+    _Atomic uint64_t link;      /* xor-ed into every stored free-list link */
+    _Atomic uint64_t canary;    /* xor-ed with the block's address into its tail canary */
+    _Atomic uint64_t fill_word; /* eight bytes of the fill */
+    _Atomic bool fill_whole;    /* fill whole blocks, not only the checked bytes */
 };
 extern struct secure_keys secure_keys __attribute__((visibility("hidden")));
 
@@ -92,10 +95,43 @@ LFH_INLINE void secure_hand_out(void *block, size_t block_size)
     memcpy((char *)block + block_size - sizeof canary, &canary, sizeof canary);
 }
 
-/* A block handed out again from a free list: its fill must be as free left it. */
-void secure_check_reuse(void *block, size_t block_size, uint64_t mark, void *next);
+/* Bytes from the third word of a block of `block_size` bytes that are checked. */
+LFH_INLINE size_t secure_checked_end(size_t block_size)
+{
+    return block_size < 16 + SECURE_CHECK_BYTES ? block_size : 16 + SECURE_CHECK_BYTES;
+}
+
+/* A block handed out again from a free list, whose decoded link is `next`: its mark,
+ * link and fill must be as free left them. Word by word, with no early exit. */
+LFH_INLINE void secure_check_reuse(void *block, size_t block_size, uint64_t mark, void *next)
+{
+    uint64_t fill = atomic_load_explicit(&secure_keys.fill_word, memory_order_relaxed);
+    uint64_t word, changed = (uintptr_t)next & 15; /* blocks are 16-aligned */
+    memcpy(&word, (char *)block + sizeof word, sizeof word);
+    changed |= word ^ mark;
+    for (size_t i = 16; i < secure_checked_end(block_size); i += sizeof word) {
+        memcpy(&word, (char *)block + i, sizeof word);
+        changed |= word ^ fill;
+    }
+    if (LFH_UNLIKELY(changed != 0))
+        secure_fail("write after free", "malloc", block);
+}
 
 /* A live small block is freed: its tail canary must be intact; then it is filled. */
-void secure_check_free(void *block, size_t block_size);
+LFH_INLINE void secure_check_free(void *block, size_t block_size)
+{
+    uint64_t canary;
+    memcpy(&canary, (char *)block + block_size - sizeof canary, sizeof canary);
+    if (LFH_UNLIKELY(canary != secure_canary(block)))
+        secure_fail("heap overflow", "free", block);
+    uint64_t fill = atomic_load_explicit(&secure_keys.fill_word, memory_order_relaxed);
+    if (LFH_UNLIKELY(atomic_load_explicit(&secure_keys.fill_whole, memory_order_relaxed))) {
+        memset((char *)block + 16, (unsigned char)fill, block_size - 16);
+        return;
+    }
+    /* At most SECURE_CHECK_BYTES / 8 stores: no call. */
+    for (size_t i = 16; i < secure_checked_end(block_size); i += sizeof fill)
+        memcpy((char *)block + i, &fill, sizeof fill);
+}
 
 #endif
