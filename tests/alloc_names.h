@@ -21,6 +21,7 @@
 #define T_VALLOC             valloc
 #define T_PVALLOC            pvalloc
 #define T_MALLOC_USABLE_SIZE malloc_usable_size
+#define T_MALLOC_TRIM        malloc_trim
 #else
 #include "lfheap.h"
 #define T_MALLOC             lfh_malloc
@@ -34,6 +35,7 @@
 #define T_VALLOC             lfh_valloc
 #define T_PVALLOC            lfh_pvalloc
 #define T_MALLOC_USABLE_SIZE lfh_malloc_usable_size
+#define T_MALLOC_TRIM        lfh_malloc_trim
 #endif
 
 #endif
