@@ -47,8 +47,8 @@ _Static_assert(ARENA_MIN_CHUNK == (size_t)1 << ARENA_MIN_SHIFT, "ARENA_MIN_SHIFT
 struct arena {
     struct buddy *buddy;
     char *base;
-    struct arena *older;                 /* the list's next arena; set before the arena is pushed */
-    _Atomic uintptr_t next[ARENA_PAGES]; /* dirty-stack link of the chunk at a page */
+    struct arena *older;                    /* next on the list; set before the push */
+    _Atomic uintptr_t next[ARENA_PAGES];    /* dirty-stack link of the chunk at a page */
     _Atomic uint32_t freed_ms[ARENA_PAGES]; /* when that chunk was freed */
 };
 
