@@ -1,13 +1,20 @@
 /*
  * arena: arenas of NBBS instances and the stacks of dirty chunks waiting to be purged.
  *
- * Dirty stacks: one per chunk size (4 KiB .. 64 MiB). A chunk is named by a 32-bit id
- * (arena index and page index, 0 = none); its link and the time it was freed live in its
- * arena's side arrays, never in the chunk, so a thread that reads a link is never
- * reading memory somebody else is using. The head packs the top id with a 32-bit version
- * bumped by every operation, which makes the pop's CAS fail after any interleaved pop
- * and push of the same chunk (ABA). The purger takes a whole stack with one CAS,
- * releases what is old enough, and pushes the rest back as one chain.
+ * Arenas: as many as the address space holds (no table bounds their number). Each new
+ * arena is first entered in the registry, a two-level table indexed by the arena's
+ * address (its base divided by ARENA_SIZE) whose leaves are mapped on first use and
+ * installed by CAS, and then pushed onto a list, newest first, that allocations walk. An
+ * arena is never unmapped once on the list, and its registry slot never changes again, so
+ * a pointer to it, or a stale lookup of one of its chunks, is always safe to follow.
+ *
+ * Dirty stacks: one per chunk size (4 KiB .. 64 MiB). A chunk's link (the address of the
+ * chunk below it) and the time it was freed live in its arena's side arrays, never in the
+ * chunk, so a thread that reads a link is never reading memory somebody else is using.
+ * The head packs the top chunk's address divided by the chunk size with a version bumped
+ * by every operation, which makes the pop's CAS fail after any interleaved pop and push of
+ * the same chunk (ABA). The purger takes a whole stack with one CAS, releases what is old
+ * enough, and pushes the rest back as one chain.
  */
 #include "arena.h"
 
@@ -20,10 +27,18 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define ARENA_MAX    4096 /* 256 GiB of arenas */
-#define ARENA_PAGES  (ARENA_SIZE / ARENA_MIN_CHUNK)
-#define ARENA_ORDERS 15 /* log2(ARENA_MAX_CHUNK / ARENA_MIN_CHUNK) + 1 */
-#define CHUNK_NONE   0u
+#define ARENA_SHIFT     26 /* log2(ARENA_SIZE) */
+#define ARENA_MIN_SHIFT 12 /* log2(ARENA_MIN_CHUNK) */
+#define ARENA_PAGES     (ARENA_SIZE / ARENA_MIN_CHUNK)
+#define ARENA_ORDERS    15 /* log2(ARENA_MAX_CHUNK / ARENA_MIN_CHUNK) + 1 */
+_Static_assert(ARENA_SIZE == (size_t)1 << ARENA_SHIFT, "ARENA_SHIFT");
+_Static_assert(ARENA_MIN_CHUNK == (size_t)1 << ARENA_MIN_SHIFT, "ARENA_MIN_SHIFT");
+
+/* The registry: a leaf is one page of arena pointers (512 arenas, 32 GiB of address
+ * space); the root, in .bss, has a slot per leaf up to OS_ADDRESS_LIMIT (8,192 slots,
+ * 64 KiB of address space that stays untouched but for the slots in use). */
+#define REGISTRY_LEAF_SLOTS (OS_PAGE_SIZE / sizeof(void *))
+#define REGISTRY_ROOT_SLOTS (((size_t)1 << (OS_ADDRESS_BITS - ARENA_SHIFT)) / REGISTRY_LEAF_SLOTS)
 
 /* How long a freed chunk stays dirty (reusable without a system call) before its pages
  * go back to the kernel; LFHEAP_PURGE_MS overrides it. */
@@ -32,16 +47,19 @@
 struct arena {
     struct buddy *buddy;
     char *base;
-    _Atomic uint32_t next[ARENA_PAGES];     /* dirty-stack link of the chunk at a page */
+    struct arena *older;                    /* next on the list; set before the push */
+    _Atomic uintptr_t next[ARENA_PAGES];    /* dirty-stack link of the chunk at a page */
     _Atomic uint32_t freed_ms[ARENA_PAGES]; /* when that chunk was freed */
 };
 
-static _Atomic(struct arena *) arenas[ARENA_MAX];
-static _Atomic unsigned arena_count; /* slots below this may be filled */
+typedef _Atomic(struct arena *) registry_slot;
+
+static _Atomic(registry_slot *) registry[REGISTRY_ROOT_SLOTS];
+static _Atomic(struct arena *) arena_list; /* the newest arena; NULL before the first */
 static _Atomic uint64_t dirty_stacks[ARENA_ORDERS];
 static _Atomic uint32_t last_purge_ms;
 static _Atomic int purge_delay_ms = -1;
-static __thread unsigned arena_hint; /* the arena this thread last allocated from */
+static __thread struct arena *arena_hint; /* the arena this thread last allocated from */
 
 static uint32_t now_ms(void)
 {
@@ -73,99 +91,125 @@ size_t arena_chunk_size(size_t size)
 
 static unsigned chunk_order(size_t chunk)
 {
-    return (unsigned)__builtin_ctzl(chunk) - (unsigned)__builtin_ctzl(ARENA_MIN_CHUNK);
+    return (unsigned)__builtin_ctzl(chunk) - ARENA_MIN_SHIFT;
 }
 
-static struct arena *arena_at(unsigned index)
+/* ---- the registry ----------------------------------------------------------------- */
+
+/* The registry leaf for addresses with this root index, mapped and installed if missing
+ * (NULL if it cannot be mapped). Two threads that both find the slot empty both map a
+ * leaf; the loser unmaps its own and uses the winner's, so nobody waits. */
+static registry_slot *registry_leaf(size_t root_index)
 {
-    /* Acquire pairs with the release CAS that installed the arena. */
-    return atomic_load_explicit(&arenas[index], memory_order_acquire);
+    /* Acquire pairs with the release CAS below: the leaf is complete when seen. */
+    registry_slot *leaf = atomic_load_explicit(&registry[root_index], memory_order_acquire);
+    if (leaf)
+        return leaf;
+    registry_slot *fresh = os_map(REGISTRY_LEAF_SLOTS * sizeof(registry_slot), OS_PAGE_SIZE);
+    if (!fresh)
+        return NULL;
+    LFH_PARK(ARENA_LEAF_MAPPED);
+    /* Release publishes the (zeroed) leaf; acquire on failure reads the winner's. */
+    if (atomic_compare_exchange_strong_explicit(&registry[root_index], &leaf, fresh,
+                                                memory_order_release, memory_order_acquire))
+        return fresh;
+    os_unmap(fresh, REGISTRY_LEAF_SLOTS * sizeof(registry_slot));
+    return leaf;
 }
 
-/* ---- chunk ids -------------------------------------------------------------------- */
-
-static uint32_t chunk_id(unsigned index, const struct arena *a, const void *chunk)
+/* The registry slot of the arena at `base`, NULL if its leaf cannot be mapped. */
+static registry_slot *registry_slot_of(const char *base)
 {
-    size_t page = (size_t)((const char *)chunk - a->base) / ARENA_MIN_CHUNK;
-    return (uint32_t)(index * ARENA_PAGES + page + 1);
+    uintptr_t index = (uintptr_t)base >> ARENA_SHIFT;
+    registry_slot *leaf = registry_leaf(index / REGISTRY_LEAF_SLOTS);
+    return leaf ? &leaf[index % REGISTRY_LEAF_SLOTS] : NULL;
 }
 
-static struct arena *id_arena(uint32_t id)
+/* The arena that holds `chunk`, which must lie in a registered arena (every chunk this
+ * layer hands out or takes back does): two dependent loads. */
+static struct arena *arena_of(const void *chunk)
 {
-    return arena_at((unsigned)((id - 1) / ARENA_PAGES));
+    uintptr_t index = (uintptr_t)chunk >> ARENA_SHIFT;
+    /* Acquire pairs with the release CAS that installed the leaf, and with the release
+     * store that registered the arena: its fields are complete when seen. */
+    registry_slot *leaf =
+        atomic_load_explicit(&registry[index / REGISTRY_LEAF_SLOTS], memory_order_acquire);
+    return atomic_load_explicit(&leaf[index % REGISTRY_LEAF_SLOTS], memory_order_acquire);
 }
 
-static size_t id_page(uint32_t id)
+static size_t chunk_page(const struct arena *a, const void *chunk)
 {
-    return (id - 1) % ARENA_PAGES;
-}
-
-static void *id_chunk(uint32_t id)
-{
-    return id_arena(id)->base + id_page(id) * ARENA_MIN_CHUNK;
-}
-
-static unsigned arena_index_of(const void *chunk)
-{
-    unsigned count = atomic_load_explicit(&arena_count, memory_order_acquire);
-    for (unsigned i = 0; i < count; i++) {
-        struct arena *a = arena_at(i);
-        if (a && (uintptr_t)chunk - (uintptr_t)a->base < ARENA_SIZE)
-            return i;
-    }
-    return ARENA_MAX;
+    return (size_t)((const char *)chunk - a->base) / ARENA_MIN_CHUNK;
 }
 
 /* ---- dirty stacks ----------------------------------------------------------------- */
 
-static inline uint64_t dirty_head(uint32_t id, uint64_t old)
+/* A stack's head holds its top chunk's address divided by the chunk size (chunks are
+ * aligned to their size and lie below OS_ADDRESS_LIMIT), in the low OS_ADDRESS_BITS - 12
+ * - order bits, and a version in the rest: 28 + order bits, so 32 or more for every chunk
+ * of a superblock (64 KiB and up) or of a large block above 32 KiB; only over-aligned
+ * blocks of 32 KiB or less have chunks of orders 1 to 3 (29 to 31 bits). */
+static inline unsigned dirty_top_bits(unsigned order)
 {
-    return (uint64_t)id | ((old >> 32) + 1) << 32;
+    return OS_ADDRESS_BITS - ARENA_MIN_SHIFT - order;
+}
+
+static inline char *dirty_top(uint64_t head, unsigned order)
+{
+    uint64_t top = head & (((uint64_t)1 << dirty_top_bits(order)) - 1);
+    return (char *)(uintptr_t)(top << (ARENA_MIN_SHIFT + order));
+}
+
+static inline uint64_t dirty_head(const void *top, uint64_t old, unsigned order)
+{
+    unsigned bits = dirty_top_bits(order);
+    return (uint64_t)((uintptr_t)top >> (ARENA_MIN_SHIFT + order)) | ((old >> bits) + 1) << bits;
 }
 
 /* Pushes the chain first..last (linked through the side arrays) onto a stack. */
-static void dirty_push_chain(unsigned order, uint32_t first, uint32_t last)
+static void dirty_push_chain(unsigned order, char *first, char *last)
 {
     _Atomic uint64_t *head = &dirty_stacks[order];
-    struct arena *a = id_arena(last);
+    struct arena *a = arena_of(last);
+    _Atomic uintptr_t *link = &a->next[chunk_page(a, last)];
     uint64_t old = atomic_load_explicit(head, memory_order_relaxed);
     do {
         /* Relaxed: published by the release CAS below. */
-        atomic_store_explicit(&a->next[id_page(last)], (uint32_t)old, memory_order_relaxed);
+        atomic_store_explicit(link, (uintptr_t)dirty_top(old, order), memory_order_relaxed);
         /* A failed CAS means another push or pop succeeded: lock-free. */
-    } while (!atomic_compare_exchange_weak_explicit(head, &old, dirty_head(first, old),
+    } while (!atomic_compare_exchange_weak_explicit(head, &old, dirty_head(first, old, order),
                                                     memory_order_release, memory_order_relaxed));
 }
 
-static uint32_t dirty_pop(unsigned order)
+static char *dirty_pop(unsigned order)
 {
     _Atomic uint64_t *head = &dirty_stacks[order];
     /* Acquire pairs with the pushing CAS: the link and stamp are the pusher's. */
     uint64_t old = atomic_load_explicit(head, memory_order_acquire);
-    while ((uint32_t)old != CHUNK_NONE) {
-        uint32_t id = (uint32_t)old;
-        uint32_t next =
-            atomic_load_explicit(&id_arena(id)->next[id_page(id)], memory_order_relaxed);
+    for (char *top; (top = dirty_top(old, order)) != NULL;) {
+        /* The top may be popped and reused meanwhile; its arena and link stay readable. */
+        struct arena *a = arena_of(top);
+        uintptr_t next = atomic_load_explicit(&a->next[chunk_page(a, top)], memory_order_relaxed);
         LFH_PARK(ARENA_DIRTY_POP);
         /* If the chunk was popped (and maybe pushed back) meanwhile, the version moved
          * and this fails; a failure always means another operation succeeded. */
-        if (atomic_compare_exchange_weak_explicit(head, &old, dirty_head(next, old),
+        if (atomic_compare_exchange_weak_explicit(head, &old, dirty_head((void *)next, old, order),
                                                   memory_order_acquire, memory_order_acquire))
-            return id;
+            return top;
     }
-    return CHUNK_NONE;
+    return NULL;
 }
 
-static uint32_t dirty_take_all(unsigned order)
+static char *dirty_take_all(unsigned order)
 {
     _Atomic uint64_t *head = &dirty_stacks[order];
     uint64_t old = atomic_load_explicit(head, memory_order_acquire);
     /* Acquire: we will read the links and stamps of the whole chain. */
-    while ((uint32_t)old != CHUNK_NONE &&
-           !atomic_compare_exchange_weak_explicit(head, &old, dirty_head(CHUNK_NONE, old),
+    while (dirty_top(old, order) &&
+           !atomic_compare_exchange_weak_explicit(head, &old, dirty_head(NULL, old, order),
                                                   memory_order_acquire, memory_order_acquire))
         ;
-    return (uint32_t)old;
+    return dirty_top(old, order);
 }
 
 /* ---- purging ---------------------------------------------------------------------- */
@@ -186,15 +230,12 @@ static void sort_addresses(uintptr_t *addr, unsigned count)
     }
 }
 
-/* Decommits `count` chunks of `chunk` bytes (their ids in `ids`), sorted by address so
- * that adjacent ones go in one system call, and releases them to their buddies; a chunk
- * whose decommit the kernel refused stays dirty: it is put back on its stack. Returns how
- * many were released. */
-static size_t purge_batch(unsigned order, uint32_t *ids, unsigned count, size_t chunk)
+/* Decommits `count` chunks of `chunk` bytes (their addresses in `addr`), sorted by
+ * address so that adjacent ones go in one system call, and releases them to their
+ * buddies; a chunk whose decommit the kernel refused stays dirty: it is put back on its
+ * stack. Returns how many were released. */
+static size_t purge_batch(unsigned order, uintptr_t *addr, unsigned count, size_t chunk)
 {
-    uintptr_t addr[PURGE_BATCH];
-    for (unsigned i = 0; i < count; i++)
-        addr[i] = (uintptr_t)id_chunk(ids[i]);
     sort_addresses(addr, count);
     size_t released = 0;
     for (unsigned first = 0, end; first < count; first = end) {
@@ -202,14 +243,12 @@ static size_t purge_batch(unsigned order, uint32_t *ids, unsigned count, size_t 
             ;
         bool clean = os_decommit((void *)addr[first], (end - first) * chunk);
         for (unsigned i = first; i < end; i++) {
-            unsigned index = arena_index_of((void *)addr[i]);
-            struct arena *a = arena_at(index);
+            char *p = (char *)addr[i];
             if (clean) {
-                buddy_free(a->buddy, (void *)addr[i]);
+                buddy_free(arena_of(p)->buddy, p);
                 released++;
             } else {
-                uint32_t id = chunk_id(index, a, (void *)addr[i]);
-                dirty_push_chain(order, id, id);
+                dirty_push_chain(order, p, p);
             }
         }
     }
@@ -221,33 +260,33 @@ static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool for
 {
     size_t chunk = ARENA_MIN_CHUNK << order;
     size_t released = 0;
-    uint32_t keep_first = CHUNK_NONE, keep_last = CHUNK_NONE;
-    uint32_t batch[PURGE_BATCH];
+    char *keep_first = NULL, *keep_last = NULL;
+    uintptr_t batch[PURGE_BATCH];
     unsigned batched = 0;
-    uint32_t id = dirty_take_all(order);
-    while (id != CHUNK_NONE) {
+    char *p = dirty_take_all(order);
+    while (p) {
         LFH_PARK(ARENA_PURGE_TAKEN);
-        struct arena *a = id_arena(id);
-        size_t page = id_page(id);
+        struct arena *a = arena_of(p);
+        size_t page = chunk_page(a, p);
         /* Relaxed: the chain is ours since the acquire CAS that took it. */
-        uint32_t next = atomic_load_explicit(&a->next[page], memory_order_relaxed);
+        char *next = (char *)atomic_load_explicit(&a->next[page], memory_order_relaxed);
         uint32_t freed = atomic_load_explicit(&a->freed_ms[page], memory_order_relaxed);
         if (force || now - freed >= delay) {
-            batch[batched++] = id;
+            batch[batched++] = (uintptr_t)p;
             if (batched == PURGE_BATCH) {
                 released += purge_batch(order, batch, batched, chunk);
                 batched = 0;
             }
         } else {
-            atomic_store_explicit(&a->next[page], keep_first, memory_order_relaxed);
-            if (keep_first == CHUNK_NONE)
-                keep_last = id;
-            keep_first = id;
+            atomic_store_explicit(&a->next[page], (uintptr_t)keep_first, memory_order_relaxed);
+            if (!keep_first)
+                keep_last = p;
+            keep_first = p;
         }
-        id = next;
+        p = next;
     }
     released += purge_batch(order, batch, batched, chunk);
-    if (keep_first != CHUNK_NONE)
+    if (keep_first)
         dirty_push_chain(order, keep_first, keep_last);
     return released;
 }
@@ -275,46 +314,40 @@ void arena_tick(void)
         return;
     LFH_PARK(ARENA_TICK_WON);
     for (unsigned order = 0; order < ARENA_ORDERS; order++)
-        if ((uint32_t)atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed) !=
-            CHUNK_NONE)
+        if (dirty_top(atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed), order))
             purge_order(order, now, delay, false);
     os_retry();
 }
 
 /* ---- arenas ----------------------------------------------------------------------- */
 
-static void *alloc_from_arenas(size_t chunk)
+static void *alloc_in(struct arena *a, size_t chunk)
 {
-    unsigned count = atomic_load_explicit(&arena_count, memory_order_acquire);
-    unsigned start = arena_hint;
-    for (unsigned i = 0; i < count; i++) {
-        unsigned index = (start + i) % count;
-        struct arena *a = arena_at(index);
-        if (!a)
-            continue;
-        void *p = buddy_alloc(a->buddy, chunk);
-        if (p) {
-            arena_hint = index;
-            return p;
-        }
-    }
-    return NULL;
+    void *p = buddy_alloc(a->buddy, chunk);
+    if (p)
+        arena_hint = a;
+    return p;
 }
 
-/* Raises the count of arenas to cover slot `index`, before anybody allocates from the
- * arena there: arena_free looks only below the count, and would drop the chunks of an
- * arena above it. Every thread that uses a new slot does this, not only the one that
- * filled it, which may be stopped right after its CAS. Release pairs with the acquire
- * loads of the count; a failed CAS means another thread raised it: lock-free. */
-static void arena_count_cover(unsigned index)
+/* Asks every arena on the list, from the one this thread used last to the oldest, then
+ * from the newest round to it; *newest says which arena was the newest then. */
+static void *alloc_from_arenas(size_t chunk, struct arena **newest)
 {
-    unsigned count = atomic_load_explicit(&arena_count, memory_order_relaxed);
-    while (count <= index &&
-           !atomic_compare_exchange_weak_explicit(&arena_count, &count, index + 1,
-                                                  memory_order_release, memory_order_relaxed))
-        ;
+    /* Acquire pairs with the release CAS that pushed the newest arena: its fields and
+     * link, and through its pusher's acquire those of every older one, are complete. */
+    struct arena *head = atomic_load_explicit(&arena_list, memory_order_acquire);
+    *newest = head;
+    struct arena *start = arena_hint ? arena_hint : head;
+    void *p = NULL;
+    for (struct arena *a = start; a && !p; a = a->older)
+        p = alloc_in(a, chunk);
+    for (struct arena *a = head; a != start && !p; a = a->older)
+        p = alloc_in(a, chunk);
+    return p;
 }
 
+/* Maps an arena and enters it in the registry, so that arena_free and the dirty stacks
+ * find it as soon as any thread can allocate from it (once it is on the list). */
 static struct arena *arena_map(void)
 {
     struct arena *a = os_map(sizeof(struct arena), OS_PAGE_SIZE);
@@ -326,48 +359,68 @@ static struct arena *arena_map(void)
         return NULL;
     }
     a->base = buddy_base(a->buddy);
+    registry_slot *slot = registry_slot_of(a->base);
+    if (!slot) {
+        buddy_destroy(a->buddy);
+        os_unmap(a, sizeof(struct arena));
+        return NULL;
+    }
+    /* Release publishes the arena's fields to arena_of. Nobody else writes this slot: the
+     * address range is this arena's until it is unmapped (arena_discard). */
+    atomic_store_explicit(slot, a, memory_order_release);
+    LFH_PARK(ARENA_REGISTERED);
     return a;
 }
 
-static void arena_unmap(struct arena *a)
+/* Unmaps an arena that was registered but never pushed: no chunk of it exists, so nobody
+ * looks its slot up. The slot is cleared before the unmap that lets a later arena take
+ * the address (and the slot); relaxed, as nothing is published by the clearing. */
+static void arena_discard(struct arena *a)
 {
+    uintptr_t index = (uintptr_t)a->base >> ARENA_SHIFT;
+    registry_slot *leaf =
+        atomic_load_explicit(&registry[index / REGISTRY_LEAF_SLOTS], memory_order_relaxed);
+    atomic_store_explicit(&leaf[index % REGISTRY_LEAF_SLOTS], NULL, memory_order_relaxed);
     buddy_destroy(a->buddy);
     os_unmap(a, sizeof(struct arena));
 }
 
-/* Maps one more arena into the first free slot of the table and allocates from it. A
- * slot found filled (its arena is new: some thread just won it) is tried first, and a
- * thread goes on to the next slot when an arena cannot serve it, also when it is the one
- * it just installed (other threads took that arena's memory meanwhile: progress), so a
- * stopped thread costs others at most the arena it installed, never a failure. */
-static void *alloc_from_new_arena(size_t chunk)
+/* Pushes one more arena onto the list and allocates from it. Arenas that others pushed
+ * since the caller looked (`seen` was the newest then) are new, mostly free: they are
+ * tried first, and before every attempt to push, so that threads that run out together
+ * do not all map one. A thread whose CAS fails tries the arena that won and pushes again;
+ * one that finds its own arena already drained by others (who made progress) maps
+ * another: a stopped thread costs the others at most the arena it holds, never a
+ * failure. */
+static void *alloc_from_new_arena(size_t chunk, struct arena *seen)
 {
     struct arena *fresh = NULL;
     void *p = NULL;
-    for (unsigned index = atomic_load_explicit(&arena_count, memory_order_acquire);
-         !p && index < ARENA_MAX; index++) {
-        struct arena *a = arena_at(index);
-        if (!a) {
-            if (!fresh && !(fresh = arena_map()))
-                return NULL;
-            struct arena *expected = NULL;
-            /* Release publishes the arena's fields with it; acquire reads the winner's. */
-            if (atomic_compare_exchange_strong_explicit(
-                    &arenas[index], &expected, fresh, memory_order_release, memory_order_acquire)) {
-                a = fresh;
-                fresh = NULL;
-                LFH_PARK(ARENA_SLOT_WON);
-            } else {
-                a = expected;
-            }
-        }
-        arena_count_cover(index);
-        p = buddy_alloc(a->buddy, chunk);
+    for (;;) {
+        /* Acquire: see alloc_from_arenas. */
+        struct arena *head = atomic_load_explicit(&arena_list, memory_order_acquire);
+        for (struct arena *a = head; a != seen && !p; a = a->older)
+            p = alloc_in(a, chunk);
         if (p)
-            arena_hint = index;
+            break;
+        seen = head;
+        if (!fresh && !(fresh = arena_map()))
+            break;
+        fresh->older = head;
+        /* Release publishes the arena's fields and link to the list's readers. Relaxed on
+         * failure: the loop reloads the head with acquire. A failed CAS means another
+         * thread pushed an arena: lock-free. */
+        if (atomic_compare_exchange_strong_explicit(&arena_list, &head, fresh, memory_order_release,
+                                                    memory_order_relaxed)) {
+            seen = fresh;
+            fresh = NULL;
+            LFH_PARK(ARENA_LISTED);
+            if ((p = alloc_in(seen, chunk)) != NULL)
+                break;
+        }
     }
     if (fresh)
-        arena_unmap(fresh);
+        arena_discard(fresh);
     return p;
 }
 
@@ -377,23 +430,24 @@ static void *arena_alloc_chunk(size_t *chunk_size, bool *zeroed, bool take_doubl
 {
     arena_tick();
     size_t chunk = *chunk_size;
-    uint32_t id = dirty_pop(chunk_order(chunk));
-    if (id == CHUNK_NONE && take_double) {
-        id = dirty_pop(chunk_order(chunk) + 1);
-        if (id != CHUNK_NONE)
+    char *dirty = dirty_pop(chunk_order(chunk));
+    if (!dirty && take_double) {
+        dirty = dirty_pop(chunk_order(chunk) + 1);
+        if (dirty)
             *chunk_size = 2 * chunk;
     }
-    if (id != CHUNK_NONE) {
+    if (dirty) {
         *zeroed = false;
-        return id_chunk(id);
+        return dirty;
     }
     /* Everything free inside a buddy was decommitted first, so it reads as zeros. */
     *zeroed = true;
-    void *p = alloc_from_arenas(chunk);
+    struct arena *seen;
+    void *p = alloc_from_arenas(chunk, &seen);
     if (!p && arena_purge_all() > 0)
-        p = alloc_from_arenas(chunk); /* dirty chunks coalesced: try again */
+        p = alloc_from_arenas(chunk, &seen); /* dirty chunks coalesced: try again */
     if (!p)
-        p = alloc_from_new_arena(chunk);
+        p = alloc_from_new_arena(chunk, seen);
     return p;
 }
 
@@ -412,25 +466,24 @@ void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
 
 void arena_free(void *chunk, size_t size)
 {
-    unsigned index = arena_index_of(chunk);
-    if (index == ARENA_MAX)
-        return;
-    struct arena *a = arena_at(index);
-    uint32_t id = chunk_id(index, a, chunk);
+    struct arena *a = arena_of(chunk);
     /* Relaxed: the push's release CAS publishes the stamp. */
-    atomic_store_explicit(&a->freed_ms[id_page(id)], now_ms(), memory_order_relaxed);
-    dirty_push_chain(chunk_order(arena_chunk_size(size)), id, id);
+    atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], now_ms(), memory_order_relaxed);
+    dirty_push_chain(chunk_order(arena_chunk_size(size)), chunk, chunk);
     arena_tick();
+}
+
+/* The newest arena; acquire: see alloc_from_arenas. */
+static struct arena *arena_newest(void)
+{
+    return atomic_load_explicit(&arena_list, memory_order_acquire);
 }
 
 #ifdef LFHEAP_PARKING
 unsigned arena_busy_count(void)
 {
     unsigned busy = 0;
-    for (unsigned index = 0; index < ARENA_MAX; index++) {
-        struct arena *a = arena_at(index);
-        if (!a)
-            continue;
+    for (struct arena *a = arena_newest(); a; a = a->older) {
         /* A whole-arena chunk is free only if every chunk of the arena was released and
          * coalesced (buddy.h); give it straight back. */
         void *whole = buddy_alloc(a->buddy, ARENA_SIZE);
@@ -445,9 +498,8 @@ unsigned arena_busy_count(void)
 
 unsigned arena_mapped(void)
 {
-    unsigned count = atomic_load_explicit(&arena_count, memory_order_acquire);
     unsigned mapped = 0;
-    for (unsigned i = 0; i < count; i++)
-        mapped += arena_at(i) != NULL;
+    for (const struct arena *a = arena_newest(); a; a = a->older)
+        mapped++;
     return mapped;
 }

@@ -58,7 +58,7 @@ void arena_tick(void);
 
 #ifdef LFHEAP_PARKING
 /* Test-only (the parking variant, park.h): how many mapped arenas are not entirely free
- * inside their buddy, counting every slot of the arena table. Only meaningful while no
+ * inside their buddy, counting every arena on the list. Only meaningful while no
  * thread is inside lfheap and after malloc_trim, when nothing should be: then any arena
  * it counts holds a chunk that was lost. */
 unsigned arena_busy_count(void);

@@ -178,10 +178,8 @@ static void *map_aligned_in_place(size_t size, size_t align, bool *refused)
     return NULL;
 }
 
-void *os_map(size_t size, size_t align)
+static void *map_aligned(size_t size, size_t align)
 {
-    if (os_fault())
-        return NULL;
     if (align <= OS_PAGE_SIZE)
         return map_at(NULL, size);
     bool refused;
@@ -203,6 +201,21 @@ void *os_map(size_t size, size_t align)
     if (tail)
         unmap_or_defer((char *)start + size, tail);
     return (void *)start;
+}
+
+void *os_map(size_t size, size_t align)
+{
+    if (os_fault())
+        return NULL;
+    char *p = map_aligned(size, align);
+    /* The kernel's promise os.h relies on (OS_ADDRESS_BITS); should a kernel break it,
+     * this allocation fails instead of lfheap losing track of the memory. */
+    if (p && (uintptr_t)p + size > OS_ADDRESS_LIMIT) {
+        unmap_or_defer(p, size);
+        errno = ENOMEM;
+        return NULL;
+    }
+    return p;
 }
 
 void os_unmap(void *addr, size_t size)

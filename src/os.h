@@ -20,8 +20,18 @@
  * kernels use 4 KiB pages; lfheap assumes them. */
 #define OS_PAGE_SIZE ((size_t)4096)
 
+/* Every mapping os_map returns ends at or below 2^OS_ADDRESS_BITS (256 TiB), which is
+ * what the page map and the arena registry cover. Linux maps below 2^47 on x86-64 and
+ * below 2^48 on aarch64, also where 5-level page tables (x86-64 LA57) or 52-bit virtual
+ * addresses (aarch64) offer more, unless mmap is given a hint above that limit; lfheap's
+ * only hints lie below a mapping the kernel just chose. os_map checks the result all the
+ * same, and refuses (ENOMEM) rather than hand out memory the page map cannot describe. */
+#define OS_ADDRESS_BITS  48
+#define OS_ADDRESS_LIMIT ((uintptr_t)1 << OS_ADDRESS_BITS)
+
 /* Zero-filled read-write anonymous memory of `size` bytes (a multiple of OS_PAGE_SIZE),
- * aligned to `align` (a power of two, at least OS_PAGE_SIZE). NULL when the kernel says no. */
+ * aligned to `align` (a power of two, at least OS_PAGE_SIZE), below OS_ADDRESS_LIMIT.
+ * NULL when the kernel says no. */
 void *os_map(size_t size, size_t align);
 
 /* Give the range back to the kernel entirely. If the kernel refuses (munmap can fail

@@ -40,7 +40,7 @@ bool pagemap_set(const void *start, size_t size, struct descriptor *desc)
 {
     uintptr_t first = (uintptr_t)start;
     uintptr_t end = first + size;
-    if ((end - 1) >> 48)
+    if (end - 1 >= OS_ADDRESS_LIMIT)
         return false;
     /* Make sure every leaf exists before writing any entry, so failure changes nothing. */
     for (uintptr_t a = first; a < end; a = ((a >> PAGEMAP_LEAF_SHIFT) + 1) << PAGEMAP_LEAF_SHIFT)

@@ -1,9 +1,10 @@
 /*
  * pagemap: address -> descriptor for every page lfheap handed out (LRMalloc §3.4), so
  * that small blocks need no header. Two levels: a root indexed by address bits 47..32
- * and lazily mapped leaves indexed by bits 31..12; a lookup is two dependent loads, and
- * nothing is reserved before the first allocation (a leaf is 8 MiB of address space, of
- * which only the pages holding entries become resident).
+ * (os_map never maps at or above 2^OS_ADDRESS_BITS, 2^48) and lazily mapped leaves
+ * indexed by bits 31..12; a lookup is two dependent loads, and nothing is reserved before
+ * the first allocation (a leaf is 8 MiB of address space, of which only the pages holding
+ * entries become resident).
  *
  * Encoding, chosen so that free's fast path needs no NULL test: a root slot holds the
  * leaf's address minus that of `pagemap.zero_leaf`, and an empty slot (0) therefore
@@ -22,6 +23,7 @@
 
 #include "common.h"
 #include "heap.h"
+#include "os.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -30,7 +32,7 @@
 
 #define PAGEMAP_PAGE_SHIFT 12
 #define PAGEMAP_LEAF_SHIFT 32 /* a leaf covers 4 GiB */
-#define PAGEMAP_ROOT_SIZE  ((size_t)1 << (48 - PAGEMAP_LEAF_SHIFT))
+#define PAGEMAP_ROOT_SIZE  ((size_t)1 << (OS_ADDRESS_BITS - PAGEMAP_LEAF_SHIFT))
 #define PAGEMAP_LEAF_SIZE  ((size_t)1 << (PAGEMAP_LEAF_SHIFT - PAGEMAP_PAGE_SHIFT))
 
 typedef _Atomic uintptr_t pagemap_entry;
@@ -44,7 +46,7 @@ struct pagemap {
 extern struct pagemap pagemap;
 
 /* The descriptor of the page holding `ptr`, or &pagemap.foreign if lfheap does not own
- * that page (also for NULL and for addresses beyond 48 bits). */
+ * that page (also for NULL and for addresses at or above OS_ADDRESS_LIMIT). */
 LFH_INLINE struct descriptor *pagemap_find(const void *ptr)
 {
     uintptr_t addr = (uintptr_t)ptr;

@@ -36,7 +36,9 @@
     X(TCACHE_ADOPT_TAKEN, "tcache.adopt_taken")                                                    \
     X(ARENA_DIRTY_POP, "arena.dirty_pop")                                                          \
     X(ARENA_PURGE_TAKEN, "arena.purge_taken")                                                      \
-    X(ARENA_SLOT_WON, "arena.slot_won")                                                            \
+    X(ARENA_LEAF_MAPPED, "arena.leaf_mapped")                                                      \
+    X(ARENA_REGISTERED, "arena.registered")                                                        \
+    X(ARENA_LISTED, "arena.listed")                                                                \
     X(ARENA_TICK_WON, "arena.tick_won")                                                            \
     X(BUDDY_ALLOC_CLIMB, "buddy.alloc_climb")                                                      \
     X(BUDDY_FREE_CLIMB, "buddy.free_climb")                                                        \

@@ -521,7 +521,8 @@ static void victim_helpers(uint64_t *rng)
 }
 
 /* Holds blocks of `size` until the victim is parked (or `cap` blocks): what it takes to
- * reach the points behind growth (fresh descriptors, a new arena, a new page-map leaf). */
+ * reach the points behind growth (fresh descriptors, a new arena, a new leaf of the page
+ * map or of the arena registry). */
 static void victim_grow(size_t size, size_t align, unsigned cap)
 {
     void **held = calloc(cap, sizeof *held);
@@ -566,8 +567,10 @@ static void *victim_main(void *arg)
     while (!victim_should_stop()) {
         if (point == PARK_HEAP_DESC_FRESH || point == PARK_HEAP_DESC_CHUNK)
             victim_grow(8192, 8192, 200000); /* a descriptor per 8 KiB chunk */
-        else if (point == PARK_ARENA_SLOT_WON)
-            victim_grow(ARENA_SIZE, 16, 64); /* an arena per block */
+        else if (point == PARK_ARENA_REGISTERED || point == PARK_ARENA_LISTED)
+            victim_grow(ARENA_SIZE, 16, arena_mapped() + 64); /* past the free arenas */
+        else if (point == PARK_ARENA_LEAF_MAPPED)
+            victim_grow(ARENA_SIZE, 16, arena_mapped() + 1024); /* a leaf: 512 arenas */
         else if (point == PARK_PAGEMAP_LEAF_MAPPED)
             victim_grow((size_t)1 << 30, 16, 32); /* a leaf covers 4 GiB */
         for (int i = 0; i < 2000 && !victim_should_stop(); i++)

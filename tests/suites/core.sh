@@ -25,6 +25,14 @@ run arena-tsan build/t-tsan/test_arena
 run threads build/t/test_threads
 run threads-preloaded env LD_PRELOAD="$lib" build/t-plain/test_threads
 run purge-preloaded env LD_PRELOAD="$lib" build/t-plain/test_purge
+# Beyond 256 GiB of arenas (288 GiB reserved, a few pages touched, ~700 MB of page map):
+# needs an unlimited address space and an overcommit policy that maps untouched memory.
+if [ "$(ulimit -v)" = unlimited ] && [ "$(cat /proc/sys/vm/overcommit_memory)" != 2 ]; then
+    run address-space build/t/test_address_space
+    run address-space-preloaded env LD_PRELOAD="$lib" build/t-plain/test_address_space
+else
+    echo "SKIP address-space: needs ulimit -v unlimited and vm.overcommit_memory 0 or 1"
+fi
 
 # Real programs: their output must match the output they give on glibc's allocator.
 tmp=$(mktemp -d)
