@@ -417,12 +417,58 @@ unsigned tcache_flush_all(void)
     return cached;
 }
 
-/* Leaves the calling thread's cache in an orphan slot; false if no slot or no memory. */
+/* What an orphaned cache keeps of its free blocks, over all its classes. Adopting a cache
+ * spares a new thread its first fills; the bound keeps the orphan slots from pinning more
+ * than TCACHE_ORPHAN_SLOTS times this (16 MiB) of blocks, and through them superblocks,
+ * while no thread uses them. Bump ranges and spares never stay: a bump range over a
+ * chunk reused dirty is resident memory nobody will touch. */
+#define TCACHE_ORPHAN_BYTES 262144
+
+/* Cuts a cache about to be orphaned down to what an orphan keeps: the heads of its lists,
+ * smallest classes first, within TCACHE_ORPHAN_BYTES; the rest goes back to the heap. */
+static void trim_for_orphan(struct tcache *tc)
+{
+    size_t budget = TCACHE_ORPHAN_BYTES;
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        struct tcache_bin *bin = &tc->bins[cls];
+        struct tcache_cold *cold = &tc->cold[cls];
+        give_back_list(cold->spare);
+        cold->spare = NULL;
+        if (bin->bump != bin->bump_end)
+            heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
+        bin->bump = bin->bump_end = NULL;
+        cold->bump_desc = NULL;
+        uint32_t length = cold->list_base - (uint32_t)bin->credit;
+        size_t fit = budget / sizeclass_block_size[heap_size_class(cls)];
+        uint32_t keep = length < fit ? length : (uint32_t)fit;
+        void *list = bin->head;
+        void *rest = list;
+        if (keep > 0) {
+            void *last = list;
+            for (uint32_t i = 1; i < keep; i++)
+                last = heap_link_get(last);
+            rest = heap_link_get(last);
+            heap_link_set(last, NULL);
+        } else {
+            list = NULL;
+        }
+        budget -= (size_t)keep * sizeclass_block_size[heap_size_class(cls)];
+        bin_install(bin, cold, list, keep);
+        if (rest)
+            LFH_PARK(TCACHE_FLUSH_CLASS);
+        give_back_list(rest);
+    }
+    flush_remote(tc);
+}
+
+/* Leaves the calling thread's cache, trimmed, in an orphan slot; false if no slot or no
+ * memory. */
 static bool tcache_orphan(struct tcache *tc)
 {
     struct tcache *copy = tcache_alloc(sizeclass_of(sizeof(struct tcache) + SECURE_TAIL_BYTES));
     if (!copy)
         return false;
+    trim_for_orphan(tc);
     *copy = *tc;
     LFH_PARK(TCACHE_EXIT_COPIED);
     for (unsigned i = 0; i < TCACHE_ORPHAN_SLOTS; i++) {
