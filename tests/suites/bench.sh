@@ -7,7 +7,9 @@
 #    FAILED message instead of reporting a time;
 #  - bench/fastpath.py counts instructions under callgrind;
 #  - bench/run.py --profile test (glibc only) writes a CSV and tables that parse, with
-#    one row per workload x threads x run, and skips an lfheap without malloc.
+#    one row per workload x threads x run, and skips an lfheap without malloc;
+#  - the summary's best-peer part: tests/test_bench_summary.py on made-up runs with known
+#    answers.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/suite.sh
@@ -171,6 +173,9 @@ ok = m is not None and "### Over-subscription" in md and \
     abs(float(m.group(4)) - val[(32, 1)] / val[(2, 1)]) < 0.01
 check("bench-oversub-ratio-table", ok, m.group(0) if m else "no glibc row")
 PY
+
+# the best-peer summary: known answers on made-up runs
+run bench-summary python3 tests/test_bench_summary.py
 
 # an lfheap library that does not define malloc is skipped with a reason
 python3 bench/run.py --profile test --no-build --no-install --allocators lfheap,glibc \
