@@ -812,6 +812,7 @@ def main():
     load_end = benchlib.load_average()
 
     plots = plot(res, plotdir, memory_series) if want_plots else []
+    best_cells = None
 
     # ---- report ----
     md = ["# lfheap benchmark results: %s, %s" % (date, machine["host"]), ""]
@@ -838,6 +839,15 @@ def main():
                   "lfheap's peak resident memory is smaller.")
         md.append("")
         md += summary_table(res)
+        best_cells = best_peer(res.run_rows())
+        md += ["", "### Against the best peer in each cell", "",
+               "For each workload x thread-count cell, lfheap's median against the best "
+               "peer's median in that cell, from this run: the fastest peer (lowest median "
+               "time; for the workloads that report Mops/s, the highest throughput, with "
+               "the ratio inverted so that it still reads as time) and the peer with the "
+               "smallest median peak RSS. Below 1 means lfheap beats every peer in the "
+               "cell. Every cell is also in `%s-best-peer.csv`." % stamp, ""]
+        md += best_peer_lines(best_cells)
     elif not have_lfheap:
         md.append("lfheap was not measured (%s), so there are no ratios; the tables "
                   "compare the peers only." % "; ".join(s for s in skipped
@@ -891,10 +901,14 @@ def main():
     csv_path = os.path.join(args.out, stamp + ".csv")
     md_path = os.path.join(args.out, stamp + ".md")
     write_csv(csv_path, res)
+    written = [csv_path]
+    if best_cells is not None:
+        written.append(os.path.join(args.out, stamp + "-best-peer.csv"))
+        write_best_peer_csv(written[-1], best_cells)
     with open(md_path, "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))
-    print("wrote %s, %s%s" % (csv_path, md_path,
+    print("wrote %s, %s%s" % (", ".join(written), md_path,
                                " and %d plots in %s" % (len(plots), plotdir) if plots else ""))
     return 1 if failures else 0
 
