@@ -10,11 +10,12 @@ tbbmalloc on every workload in bench/, at several thread counts, several runs ea
 
 Each run is one process (the allocator preloaded with LD_PRELOAD, glibc without); the
 runner records the program's own measured time (or Mops/s for larson), the process's
-wall, user and system time and its peak RSS (wait4 rusage). Allocators are interleaved
-within each repetition, in a rotating order, so that drift on a busy machine hits all
-alike. Output: tables on stdout and in bench/results/<date>-<host>.md, every run in
-bench/results/<date>-<host>.csv, and PNG plots in bench/results/<date>-<host>/.
-Standard library only.
+wall, user and system time and its peak RSS (the program's VmHWM; wait4 rusage if it
+reports none). Allocators are interleaved within each repetition, in a rotating order,
+so that drift on a busy machine hits all alike. Output: tables on stdout and in
+bench/results/<date>-<host>.md, every run in bench/results/<date>-<host>.csv, lfheap
+against the best peer of every cell in bench/results/<date>-<host>-best-peer.csv, and
+PNG plots in bench/results/<date>-<host>/. Standard library only.
 """
 
 import argparse
