@@ -10,11 +10,12 @@ tbbmalloc on every workload in bench/, at several thread counts, several runs ea
 
 Each run is one process (the allocator preloaded with LD_PRELOAD, glibc without); the
 runner records the program's own measured time (or Mops/s for larson), the process's
-wall, user and system time and its peak RSS (wait4 rusage). Allocators are interleaved
-within each repetition, in a rotating order, so that drift on a busy machine hits all
-alike. Output: tables on stdout and in bench/results/<date>-<host>.md, every run in
-bench/results/<date>-<host>.csv, and PNG plots in bench/results/<date>-<host>/.
-Standard library only.
+wall, user and system time and its peak RSS (the program's VmHWM; wait4 rusage if it
+reports none). Allocators are interleaved within each repetition, in a rotating order,
+so that drift on a busy machine hits all alike. Output: tables on stdout and in
+bench/results/<date>-<host>.md, every run in bench/results/<date>-<host>.csv, lfheap
+against the best peer of every cell in bench/results/<date>-<host>-best-peer.csv, and
+PNG plots in bench/results/<date>-<host>/. Standard library only.
 """
 
 import argparse
@@ -288,6 +289,14 @@ class Results:
                 pass
         return median(vals)
 
+    def run_rows(self):
+        """Every run as best_peer() takes it: (workload, threads, allocator, run, value,
+        peak RSS in KiB), value None when the run failed."""
+        return [(r["workload"], r["threads"], r["allocator"], r["run"],
+                 float(r["value"]) if r["status"] == "ok" else None,
+                 float(r["peak_rss_kib"]) if r["status"] == "ok" else None)
+                for r in self.rows]
+
     def time_ratio(self, workload, alloc, threads):
         """lfheap's time divided by this allocator's (for throughput: the inverse ratio
         of Mops/s). Below 1 means lfheap is faster."""
@@ -436,6 +445,148 @@ def summary_table(res):
             a, "%.3f" % g if g else "—", wins, len(times), "%.3f" % gr if gr else "—",
             len(times)))
     return out
+
+
+# A cell goes on the summary's "behind" lists when the best peer beats lfheap by more
+# than this factor: the quick profile's medians move by a few percent from run to run
+# on a shared machine, so smaller gaps are not told apart from noise.
+BEST_PEER_MARGIN = 1.05
+
+
+def best_peer(rows, metric=None):
+    """lfheap against the best peer of every workload x thread-count cell.
+
+    `rows` holds one (workload, threads, allocator, run, value, peak RSS in KiB) tuple
+    per run; `value` is the workload's metric (seconds, or Mops/s where `metric`, by
+    default METRIC, says "mops"), None or not positive for a run that failed, whose RSS
+    is then ignored too. Every allocator other than lfheap is a peer. Returns one dict
+    per cell, in the order the cells first appear, with lfheap's medians (`lfheap`,
+    `lfheap_rss` in MiB), the fastest peer (`time_peer`: lowest median time, or highest
+    median throughput) and its median (`time_peer_value`), the peer with the smallest
+    median peak RSS (`rss_peer`, `rss_peer_mib`), and `time_ratio` and `rss_ratio`:
+    lfheap's over that peer's, for throughput the peer's over lfheap's, so that both
+    read "lfheap relative to the best peer; below 1 is better". A ratio is None when
+    lfheap or every peer has no successful run in the cell; `missing` says which."""
+    metric = METRIC if metric is None else metric
+    values, order = {}, []
+    for workload, threads, alloc, _run, value, rss_kib in rows:
+        cell = (workload, int(threads))
+        if cell not in values:
+            values[cell] = {}
+            order.append(cell)
+        runs = values[cell].setdefault(alloc, ([], []))
+        if value is not None and float(value) > 0:
+            runs[0].append(float(value))
+            runs[1].append(float(rss_kib) / 1024.0)
+    cells = []
+    for workload, threads in order:
+        throughput = metric[workload] == "mops"
+        meds = {a: (median(v), median(r)) for a, (v, r) in values[(workload, threads)].items()}
+        lf, lf_rss = meds.pop("lfheap", (None, None))
+        peers = [(a, v, r) for a, (v, r) in meds.items() if v is not None]
+        c = {"workload": workload, "threads": threads, "metric": metric[workload],
+             "lfheap": lf, "lfheap_rss": lf_rss, "time_peer": None,
+             "time_peer_value": None, "time_ratio": None, "rss_peer": None,
+             "rss_peer_mib": None, "rss_ratio": None, "missing": None}
+        if peers:
+            fastest = (max if throughput else min)(peers, key=lambda p: p[1])
+            smallest = min(peers, key=lambda p: p[2])
+            c.update(time_peer=fastest[0], time_peer_value=fastest[1],
+                     rss_peer=smallest[0], rss_peer_mib=smallest[2])
+        if lf is None:
+            c["missing"] = "no lfheap result" + ("" if peers else " and no peer result")
+        elif not peers:
+            c["missing"] = "no peer result"
+        else:
+            c["time_ratio"] = c["time_peer_value"] / lf if throughput else \
+                lf / c["time_peer_value"]
+            c["rss_ratio"] = lf_rss / c["rss_peer_mib"] if c["rss_peer_mib"] > 0 else None
+        cells.append(c)
+    return cells
+
+
+def best_peer_summary(cells, margin=BEST_PEER_MARGIN):
+    """The geometric means of best_peer()'s time and RSS ratios over the cells that have
+    one, the cells whose ratio is above `margin` (each list worst first) and the cells
+    without a ratio."""
+    def behind(key):
+        return sorted((c for c in cells if c[key] is not None and c[key] > margin),
+                      key=lambda c: c[key], reverse=True)
+    times = [c["time_ratio"] for c in cells if c["time_ratio"] is not None]
+    rsss = [c["rss_ratio"] for c in cells if c["rss_ratio"] is not None]
+    return {"time_geomean": geomean(times), "time_cells": len(times),
+            "rss_geomean": geomean(rsss), "rss_cells": len(rsss),
+            "time_behind": behind("time_ratio"), "rss_behind": behind("rss_ratio"),
+            "no_ratio": [c for c in cells if c["time_ratio"] is None]}
+
+
+def _with_unit(v, metric):
+    """Three significant digits and the unit: the test profile's runs last microseconds."""
+    if v is None:
+        return "—"
+    return ("%.0f" % v if v >= 100 else "%#.3g" % v) + (" Mops/s" if metric == "mops" else " s")
+
+
+def _cell_name(c):
+    return "%s, %d thread%s" % (c["workload"], c["threads"], "s" if c["threads"] > 1 else "")
+
+
+def best_peer_lines(cells, margin=BEST_PEER_MARGIN):
+    """The summary's best-peer part, as Markdown lines."""
+    s = best_peer_summary(cells, margin)
+    pct = "%d%%" % round((margin - 1) * 100)
+
+    def ratio(x):
+        return "—" if x is None else "%.2f" % x
+    out = ["Geometric mean of lfheap's ratio to the best peer of each cell: time **%s** "
+           "(%d cells), peak RSS **%s** (%d cells)." % (
+               ratio(s["time_geomean"]), s["time_cells"], ratio(s["rss_geomean"]),
+               s["rss_cells"]), ""]
+    out.append("Cells where the fastest peer beats lfheap's time by more than %s, worst "
+               "first:" % pct)
+    out.append("")
+    out += ["- %s: **%.2f**, %s (%s against lfheap's %s)" % (
+        _cell_name(c), c["time_ratio"], c["time_peer"],
+        _with_unit(c["time_peer_value"], c["metric"]), _with_unit(c["lfheap"], c["metric"]))
+        for c in s["time_behind"]] or ["- none"]
+    out += ["", "Cells where the smallest peer's peak RSS is more than %s below lfheap's, "
+            "worst first:" % pct, ""]
+    out += ["- %s: **%.2f**, %s (%.1f MiB against lfheap's %.1f MiB)" % (
+        _cell_name(c), c["rss_ratio"], c["rss_peer"], c["rss_peer_mib"], c["lfheap_rss"])
+        for c in s["rss_behind"]] or ["- none"]
+    if s["no_ratio"]:
+        out += ["", "Cells without a ratio:", ""]
+        out += ["- %s: %s" % (_cell_name(c), c["missing"]) for c in s["no_ratio"]]
+    out += ["", "| workload | threads | lfheap | fastest peer | lfheap / fastest | "
+            "lfheap peak RSS, MiB | smallest peer, MiB | lfheap / smallest |",
+            "|---|---:|---:|---|---:|---:|---|---:|"]
+    for c in cells:
+        peer = "—" if c["time_peer"] is None else "%s %s" % (
+            c["time_peer"], _with_unit(c["time_peer_value"], c["metric"]))
+        rss_peer = "—" if c["rss_peer"] is None else "%s %.1f" % (c["rss_peer"],
+                                                                   c["rss_peer_mib"])
+        out.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+            c["workload"], c["threads"], _with_unit(c["lfheap"], c["metric"]), peer,
+            ratio(c["time_ratio"]), "—" if c["lfheap_rss"] is None else
+            "%.1f" % c["lfheap_rss"], rss_peer, ratio(c["rss_ratio"])))
+    return out
+
+
+BEST_PEER_FIELDS = ["workload", "threads", "metric", "lfheap", "time_peer",
+                    "time_peer_value", "time_ratio", "lfheap_rss_mib", "rss_peer",
+                    "rss_peer_mib", "rss_ratio", "missing"]
+
+
+def write_best_peer_csv(path, cells):
+    """One row per cell of best_peer(); empty fields where there is no value."""
+    def text(v):
+        return "" if v is None else "%.6g" % v if isinstance(v, float) else v
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(BEST_PEER_FIELDS)
+        for c in cells:
+            w.writerow([text(c["lfheap_rss"] if k == "lfheap_rss_mib" else c[k])
+                        for k in BEST_PEER_FIELDS])
 
 
 def oversub_table(res, workload="oversubscribed", base=OVERSUB_BASE):
@@ -662,6 +813,7 @@ def main():
     load_end = benchlib.load_average()
 
     plots = plot(res, plotdir, memory_series) if want_plots else []
+    best_cells = None
 
     # ---- report ----
     md = ["# lfheap benchmark results: %s, %s" % (date, machine["host"]), ""]
@@ -688,6 +840,15 @@ def main():
                   "lfheap's peak resident memory is smaller.")
         md.append("")
         md += summary_table(res)
+        best_cells = best_peer(res.run_rows())
+        md += ["", "### Against the best peer in each cell", "",
+               "For each workload x thread-count cell, lfheap's median against the best "
+               "peer's median in that cell, from this run: the fastest peer (lowest median "
+               "time; for the workloads that report Mops/s, the highest throughput, with "
+               "the ratio inverted so that it still reads as time) and the peer with the "
+               "smallest median peak RSS. Below 1 means lfheap beats every peer in the "
+               "cell. Every cell is also in `%s-best-peer.csv`." % stamp, ""]
+        md += best_peer_lines(best_cells)
     elif not have_lfheap:
         md.append("lfheap was not measured (%s), so there are no ratios; the tables "
                   "compare the peers only." % "; ".join(s for s in skipped
@@ -741,10 +902,14 @@ def main():
     csv_path = os.path.join(args.out, stamp + ".csv")
     md_path = os.path.join(args.out, stamp + ".md")
     write_csv(csv_path, res)
+    written = [csv_path]
+    if best_cells is not None:
+        written.append(os.path.join(args.out, stamp + "-best-peer.csv"))
+        write_best_peer_csv(written[-1], best_cells)
     with open(md_path, "w") as f:
         f.write("\n".join(md) + "\n")
     print("\n".join(md))
-    print("wrote %s, %s%s" % (csv_path, md_path,
+    print("wrote %s, %s%s" % (", ".join(written), md_path,
                                " and %d plots in %s" % (len(plots), plotdir) if plots else ""))
     return 1 if failures else 0
 

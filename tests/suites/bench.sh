@@ -7,7 +7,10 @@
 #    FAILED message instead of reporting a time;
 #  - bench/fastpath.py counts instructions under callgrind;
 #  - bench/run.py --profile test (glibc only) writes a CSV and tables that parse, with
-#    one row per workload x threads x run, and skips an lfheap without malloc.
+#    one row per workload x threads x run, and skips an lfheap without malloc;
+#  - the summary's best-peer part: tests/test_bench_summary.py on made-up runs with known
+#    answers, and a tiny real run of lfheap and glibc whose best-peer CSV and report
+#    agree with the medians in its CSV of runs.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/suite.sh
@@ -93,10 +96,13 @@ import csv, glob, os, re, sys
 sys.path.insert(0, "bench")
 import run
 out = sys.argv[1]
-csvs = glob.glob(os.path.join(out, "*.csv"))
+csvs = [p for p in glob.glob(os.path.join(out, "*.csv")) if not p.endswith("-best-peer.csv")]
 mds = glob.glob(os.path.join(out, "*.md"))
 def check(name, ok, why=""):
     print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + why))
+check("bench-runner-no-best-peer-without-lfheap",
+      not glob.glob(os.path.join(out, "*-best-peer.csv")) and
+      "Against the best peer" not in open(mds[0]).read() if mds else False)
 check("bench-runner-files", len(csvs) == 1 and len(mds) == 1, "%s %s" % (csvs, mds))
 if not csvs or not mds:
     sys.exit(0)
@@ -171,6 +177,50 @@ ok = m is not None and "### Over-subscription" in md and \
     abs(float(m.group(4)) - val[(32, 1)] / val[(2, 1)]) < 0.01
 check("bench-oversub-ratio-table", ok, m.group(0) if m else "no glibc row")
 PY
+
+# the best-peer summary: known answers on made-up runs, then a tiny real run of lfheap
+# and glibc (one seconds workload, one Mops/s workload) checked against its own CSV
+run bench-summary python3 tests/test_bench_summary.py
+if [ -e build/liblfheap.so ]; then
+    python3 bench/run.py --profile test --no-build --no-install --allocators lfheap,glibc \
+        --workloads churn,larson --threads 1 --runs 1 --no-plots --out "$TMP/res4" \
+        >/dev/null 2>"$TMP/run4.err"
+    rc=$?
+    python3 - "$TMP/res4" "$rc" <<'PY'
+import csv, glob, os, re, statistics, sys
+out, rc = sys.argv[1], int(sys.argv[2])
+def check(name, ok, why=""):
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + why))
+best = glob.glob(os.path.join(out, "*-best-peer.csv"))
+runs = [p for p in glob.glob(os.path.join(out, "*.csv")) if p not in best]
+mds = glob.glob(os.path.join(out, "*.md"))
+if rc != 0 or len(best) != 1 or len(runs) != 1 or len(mds) != 1:
+    check("bench-runner-best-peer", False, "exit %d, %s %s %s" % (rc, best, runs, mds))
+    sys.exit(0)
+med = {}
+for r in csv.DictReader(open(runs[0])):
+    med.setdefault((r["workload"], r["allocator"]), []).append(float(r["value"]))
+cells = {r["workload"]: r for r in csv.DictReader(open(best[0]))}
+want = {"churn": statistics.median(med[("churn", "lfheap")]) /
+                 statistics.median(med[("churn", "glibc")]),
+        "larson": statistics.median(med[("larson", "glibc")]) /
+                  statistics.median(med[("larson", "lfheap")])}
+ok = sorted(cells) == ["churn", "larson"] and all(
+    cells[w]["time_peer"] == "glibc" and cells[w]["rss_peer"] == "glibc" and
+    abs(float(cells[w]["time_ratio"]) / want[w] - 1) < 1e-4 for w in want)
+check("bench-runner-best-peer-csv", ok, "%s, want %s" % (cells, want))
+md = open(mds[0]).read()
+ok = "### Against the best peer in each cell" in md and re.search(
+    r"^Geometric mean of lfheap's ratio to the best peer of each cell: time \*\*[0-9.]+\*\* "
+    r"\(2 cells\), peak RSS \*\*[0-9.]+\*\* \(2 cells\)\.$", md, re.M) and re.search(
+    r"^\| larson \| 1 \| [0-9.]+ Mops/s \| glibc [0-9.]+ Mops/s \| %.2f \|" % want["larson"],
+    md, re.M)
+check("bench-runner-best-peer-report", bool(ok),
+      md[md.find("### Against"):md.find("### Against") + 1500])
+PY
+else
+    fail bench-runner-best-peer "build/liblfheap.so missing (make all)"
+fi
 
 # an lfheap library that does not define malloc is skipped with a reason
 python3 bench/run.py --profile test --no-build --no-install --allocators lfheap,glibc \
