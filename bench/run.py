@@ -37,8 +37,8 @@ import fastpath  # noqa: E402
 # Workloads in report order. Each profile gives every workload's knobs; the runner adds
 # --threads. "metric" is what the table shows: seconds (lower is better) or Mops/s.
 WORKLOADS = ["linux-scalability", "threadtest", "larson", "cache-thrash", "cache-scratch",
-             "consume", "recycle", "churn", "speed", "memory", "thread-churn", "large",
-             "oversubscribed"]
+             "consume", "recycle", "churn", "speed", "memory", "thread-churn",
+             "thread-churn-concurrent", "large", "oversubscribed"]
 METRIC = {w: "seconds" for w in WORKLOADS}
 METRIC["larson"] = "mops"
 METRIC["oversubscribed"] = "mops"
@@ -48,7 +48,7 @@ METRIC["oversubscribed"] = "mops"
 # over-subscription table divides the throughput at every count above OVERSUB_BASE by
 # the throughput at OVERSUB_BASE.
 DEFAULT_THREADS = [1, 2, 4, 8]
-WORKLOAD_THREADS = {"oversubscribed": [1, 2, 32]}
+WORKLOAD_THREADS = {"oversubscribed": [1, 2, 32], "thread-churn-concurrent": [100, 500]}
 OVERSUB_BASE = 2
 
 PROFILES = {
@@ -68,6 +68,7 @@ PROFILES = {
             "memory": {"consumers": 1, "n": 100000, "round": 100000, "repeat": 10,
                        "min": 50, "max": 500, "step": 50},
             "thread-churn": {"n": 100000, "size": 64, "temp": 32},
+            "thread-churn-concurrent": {"rounds": 300, "blocks": 100, "settle_ms": 1250},
             "large": {"iterations": 2000, "slots": 20, "min_mib": 5, "max_mib": 25},
             "oversubscribed": {"ops": 10000000, "slots": 8192, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
@@ -91,6 +92,7 @@ PROFILES = {
             "memory": {"consumers": 1, "n": 50000, "round": 50000, "repeat": 5,
                        "min": 50, "max": 500, "step": 50},
             "thread-churn": {"n": 4000, "size": 64, "temp": 32},
+            "thread-churn-concurrent": {"rounds": 30, "blocks": 100, "settle_ms": 1250},
             "large": {"iterations": 100, "slots": 20, "min_mib": 5, "max_mib": 25},
             "oversubscribed": {"ops": 2000000, "slots": 8192, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
@@ -112,6 +114,7 @@ PROFILES = {
             "memory": {"consumers": 1, "n": 2000, "round": 2000, "repeat": 2,
                        "min": 50, "max": 500, "step": 50, "sample_us": 200},
             "thread-churn": {"n": 100, "size": 64, "temp": 8},
+            "thread-churn-concurrent": {"rounds": 2, "blocks": 20, "settle_ms": 0},
             "large": {"iterations": 6, "slots": 4, "min_mib": 1, "max_mib": 2},
             "oversubscribed": {"ops": 20000, "slots": 512, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
@@ -420,6 +423,12 @@ EXTRA_TABLES = {
         ("RSS growth from the first tenth of the threads to the end, MiB (median; "
          "should stay near 0)",
          lambda res, w, a, t: _field_cell(res, w, a, t, "growth_mib")),
+    ],
+    "thread-churn-concurrent": [
+        ("RSS at the last round of threads, MiB (median)",
+         lambda res, w, a, t: _field_cell(res, w, a, t, "rss_last_round_mib")),
+        ("RSS 1.25 s after the churn stopped, no call in between, MiB (median)",
+         lambda res, w, a, t: _field_cell(res, w, a, t, "rss_settled_mib")),
     ],
 }
 

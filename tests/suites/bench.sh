@@ -33,6 +33,7 @@ PROGS=(
     "speed --threads=2 --n=1000"
     "memory --threads=2 --n=1000 --round=1000 --repeat=2"
     "thread-churn --threads=2 --n=200 --temp=8"
+    "thread-churn-concurrent --threads=8 --rounds=3 --blocks=30 --settle_ms=0"
     "large --threads=2 --iterations=20 --min_mib=1 --max_mib=2"
     "oversubscribed --threads=4 --ops=20000 --slots=256"
 )
