@@ -52,7 +52,7 @@ WORKLOAD_THREADS = {"oversubscribed": [1, 2, 32], "thread-churn-concurrent": [10
 OVERSUB_BASE = 2
 
 PROFILES = {
-    # The published parameters (BENCHMARKS.md, the seeds); memory repeats its cycle 10x.
+    # The published parameters (the papers' benchmarks, bench/README.md); memory repeats its cycle 10x.
     "full": {
         "runs": 5, "timeout": 900, "fastpath": (1000000, 2000000),
         "knobs": {

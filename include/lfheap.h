@@ -45,7 +45,7 @@ size_t lfh_malloc_usable_size(void *ptr);
 int lfh_malloc_trim(size_t pad);
 
 /*
- * llheap's extensions (README.md, "Extended API"). Sticky properties: calloc and
+ * llheap's extensions (README.md, "What it does"). Sticky properties: calloc and
  * cmemalign set zero fill, the aligned routines set the alignment; realloc, reallocarray
  * and aligned_realloc keep both (bytes a zero-fill block gains read as zero; a moved block
  * keeps its alignment); resize and aligned_resize keep neither and copy nothing.

@@ -1,4 +1,4 @@
-# Benchmark suite (BENCHMARKS.md): one program per workload in bench/, built into
+# Benchmark suite (bench/README.md): one program per workload in bench/, built into
 # build/bench/, and the runner bench/run.py that compares allocators.
 #   make fastpath     instructions per malloc(16)+free pair, per allocator (callgrind)
 #   make bench        the comparison, scaled down (a few minutes, 3 runs)

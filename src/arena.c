@@ -218,7 +218,7 @@ static char *dirty_take_all(unsigned order)
 #define PURGE_BATCH 64
 
 /* Sorts a batch by address: an insertion sort, as the batch is small and libc's qsort
- * may allocate (DESIGN.md, property 6: lfheap never allocates through libc). */
+ * may allocate (docs/DESIGN.md, property 6: lfheap never allocates through libc). */
 static void sort_addresses(uintptr_t *addr, unsigned count)
 {
     for (unsigned i = 1; i < count; i++) {

@@ -1,5 +1,5 @@
 /*
- * arena: the page back-end under the heap (DESIGN.md "buddy"; LRMalloc's future work of
+ * arena: the page back-end under the heap (docs/BUDDY.md; LRMalloc's future work of
  * a lock-free lower-level allocator that coalesces instead of calling the OS for every
  * superblock). Memory comes in arenas: aligned 64 MiB regions, each managed by one NBBS
  * instance (buddy.c), added lazily as the heap grows; several instances spread

@@ -5,7 +5,7 @@
  * stacks whose head is one 64-bit word: a descriptor index in the low half and a 32-bit
  * version in the high half, bumped by every push and pop. A pop that read a head, was
  * delayed while the same descriptor was popped and pushed back, and then CASes, fails
- * unless exactly 2^32 operations happened in between (DESIGN.md: the 6-bit tag of the
+ * unless exactly 2^32 operations happened in between (the 6-bit tag of the
  * original LRMalloc code wraps after 64).
  *
  * Partial stacks are sharded per class; a superblock goes back to the shard of its last

@@ -2,7 +2,7 @@
  * os: the only layer that talks to the kernel about memory. Everything above asks for
  * page-aligned, zero-filled regions here and gives them back here; no layer calls mmap
  * itself. All calls are thin wrappers over mmap/munmap/madvise/mremap, which are the only
- * blocking operations in lfheap (DESIGN.md, property 1).
+ * blocking operations in lfheap (docs/DESIGN.md, property 1).
  *
  * Failure: every call can fail, and a failed call changes nothing the layer above can
  * see. os_map returns NULL, os_move false, os_decommit false (the pages keep their

@@ -2,7 +2,7 @@
  * tcache: the per-thread caches (LRMalloc §3.1, Streamflow's thread-local heaps). For each
  * size class a thread keeps a LIFO list of free blocks and a bump range on a superblock
  * it took from the heap. The fast paths below touch only this thread's cache: no atomic
- * read-modify-write, no fence, no call (DESIGN.md, property 3).
+ * read-modify-write, no fence, no call (docs/DESIGN.md, property 3).
  *
  * Ownership: a thread that takes a superblock's free blocks becomes its owner
  * (descriptor->owner). A block freed by its superblock's owner goes on the owner's list;

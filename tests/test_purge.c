@@ -1,5 +1,5 @@
 /*
- * Memory goes back (DESIGN.md property 5): after a program frees what it allocated, the
+ * Memory goes back (docs/DESIGN.md, property 5): after a program frees what it allocated, the
  * resident size falls back to within 32 MiB of where it started once the allocator has
  * run for one more second, and a churn of allocations in between reuses freed chunks
  * instead of growing.

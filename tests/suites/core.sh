@@ -77,7 +77,7 @@ if [ -z "$not_weak" ]; then
 else
     echo "FAIL llheap-symbols-weak: not exported as weak:$not_weak"
 fi
-# The release library must not import any lock (DESIGN.md, property 1).
+# The release library must not import any lock (docs/DESIGN.md, property 1).
 locks=$(nm -D --undefined-only "$lib" | awk '{print $2}' |
         grep -E '^pthread_(mutex|spin|rwlock|cond)_|^sem_(wait|timedwait|post)|^futex' || true)
 if [ -z "$locks" ] && nm -D --defined-only "$lib" | grep -q ' T malloc$'; then
