@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs the backend benchmark (bench/backend.c; `make bench-backend` builds and calls
 # this) and keeps its table with the machine it ran on in
-# bench/results/backend-<date>-<host>.md and every measurement in the .csv beside it.
+# build/bench-results/backend-<date>-<host>.md (git ignores build/; a run the docs cite
+# is copied into bench/results/) and every measurement in the .csv beside it.
 # Arguments are passed to build/bench/backend (e.g. -r 3 -s 50 for a quicker run).
 set -eu
 cd "$(dirname "$0")/.."
-mkdir -p bench/results
+mkdir -p build/bench-results
 stamp="$(date +%Y-%m-%d)-$(hostname -s 2>/dev/null || echo host)"
-out="bench/results/backend-$stamp"
+out="build/bench-results/backend-$stamp"
 {
     echo "# backend benchmark, $(date '+%Y-%m-%d %H:%M %Z')"
     echo

@@ -12,10 +12,11 @@ Each run is one process (the allocator preloaded with LD_PRELOAD, glibc without)
 runner records the program's own measured time (or Mops/s for larson), the process's
 wall, user and system time and its peak RSS (the program's VmHWM; wait4 rusage if it
 reports none). Allocators are interleaved within each repetition, in a rotating order,
-so that drift on a busy machine hits all alike. Output: tables on stdout and in
-bench/results/<date>-<host>.md, every run in bench/results/<date>-<host>.csv, lfheap
-against the best peer of every cell in bench/results/<date>-<host>-best-peer.csv, and
-PNG plots in bench/results/<date>-<host>/. Standard library only.
+so that drift on a busy machine hits all alike. Output (under --out, by default
+build/bench-results/, which git ignores): tables on stdout and in <date>-<host>.md,
+every run in <date>-<host>.csv, lfheap against the best peer of every cell in
+<date>-<host>-best-peer.csv, and PNG plots in <date>-<host>/. A run the documentation
+cites is copied into bench/results/. Standard library only.
 """
 
 import argparse
@@ -701,7 +702,7 @@ def main():
     ap.add_argument("--runs", type=int, help="repetitions (profile default: 3/5/2)")
     ap.add_argument("--lfheap", default=os.path.join(benchlib.ROOT, "build", "liblfheap.so"),
                     help="lfheap library to preload (default build/liblfheap.so)")
-    ap.add_argument("--out", default=os.path.join(benchlib.ROOT, "bench", "results"),
+    ap.add_argument("--out", default=os.path.join(benchlib.ROOT, "build", "bench-results"),
                     help="directory for the CSV, Markdown and plots")
     ap.add_argument("--timeout", type=float, help="seconds before a run is killed")
     ap.add_argument("--no-build", action="store_true", help="do not run make first")
