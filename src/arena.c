@@ -459,6 +459,7 @@ void arena_purger_start(void)
     if (word && purger_stale(seen, now) &&
         atomic_compare_exchange_strong_explicit(word, &seen, claim, memory_order_relaxed,
                                                 memory_order_relaxed)) {
+        LFH_PARK(ARENA_PURGER_CLAIMED);
         /* Refused (no memory, too many threads): the claim is left to go stale after
          * half a delay, when a tick asks for another try. If the word changed meanwhile,
          * a thread found the claim stale and made its own: not this thread's to change. */
