@@ -333,6 +333,10 @@ static void no_thread_without_switch(void)
     pthread_t t;
     REQUIRE(pthread_create(&t, NULL, burst_thread, (void *)(uintptr_t)8) == 0);
     pthread_join(t, NULL);
+    /* A joined thread may stay listed for a moment after it exited. */
+    double bound = seconds() + WAIT_SECONDS;
+    while (threads_now() != before && seconds() < bound)
+        usleep(POLL_MICROSECONDS);
     long tid;
     CHECK(threads_now() == before);
     CHECK(purgers(&tid) == 0);
