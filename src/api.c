@@ -82,6 +82,30 @@ LFH_INLINE void *counted_resize(enum lfh_stats_routine routine, size_t request, 
     return block;
 }
 
+/* ---- large blocks ------------------------------------------------------------------ */
+
+/* The heap's large-block calls, each followed by the start of the background purger if
+ * its tick asked for it (tcache_purger_poll): these paths hold nothing of the cache. */
+static void *large_alloc(size_t size, size_t align, bool *zeroed)
+{
+    void *block = heap_large_alloc(size, align, zeroed);
+    tcache_purger_poll();
+    return block;
+}
+
+static void large_free(struct descriptor *desc)
+{
+    heap_large_free(desc);
+    tcache_purger_poll();
+}
+
+static void *large_resize(struct descriptor *desc, size_t size, size_t align)
+{
+    void *block = heap_large_resize(desc, size, align);
+    tcache_purger_poll();
+    return block;
+}
+
 /* ---- allocation ------------------------------------------------------------------- */
 
 static LFH_NOINLINE void *alloc_large(size_t size, size_t align)
@@ -89,7 +113,7 @@ static LFH_NOINLINE void *alloc_large(size_t size, size_t align)
     if (size > PTRDIFF_MAX)
         return fail_nomem();
     bool zeroed;
-    void *block = heap_large_alloc(size, align, &zeroed);
+    void *block = large_alloc(size, align, &zeroed);
     return block ? block : fail_nomem();
 }
 
@@ -120,7 +144,7 @@ static void *alloc_tracked(const struct heap_props *props, bool clear)
         if (!block)
             return NULL; /* errno is ENOMEM */
     } else {
-        block = heap_large_alloc(room, props->align, &zeroed);
+        block = large_alloc(room, props->align, &zeroed);
         if (!block)
             return fail_nomem();
     }
@@ -353,7 +377,7 @@ static LFH_NOINLINE void free_slow(void *ptr)
     if (!desc)
         return; /* not a block lfheap handed out: ignored */
     if (desc->class_index == HEAP_CLASS_LARGE)
-        heap_large_free(desc);
+        large_free(desc);
     else
         tcache_free_slow(ptr, desc);
 }
@@ -364,7 +388,7 @@ static void release_block(void *ptr, struct descriptor *desc)
 {
     debug_died(desc, ptr);
     if (desc->class_index == HEAP_CLASS_LARGE) {
-        heap_large_free(desc);
+        large_free(desc);
         return;
     }
     if (tcache_free(ptr, desc))
@@ -517,7 +541,7 @@ static void *resize_in_place(void *ptr, struct descriptor *desc, size_t size, si
     }
     if (room <= SIZECLASS_MAX_SIZE)
         return NULL; /* a small block wastes less */
-    return heap_large_resize(desc, room, align);
+    return large_resize(desc, room, align);
 }
 
 /* realloc of the block at ptr (desc) to `size` > 0 bytes, keeping its contents and sticky

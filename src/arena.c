@@ -15,13 +15,20 @@
  * by every operation, which makes the pop's CAS fail after any interleaved pop and push of
  * the same chunk (ABA). The purger takes a whole stack with one CAS, releases what is old
  * enough, and pushes the rest back as one chain.
+ *
+ * Purging runs from the slow paths (arena_tick) and, with LFHEAP_BACKGROUND=1, from a
+ * thread of its own that sleeps between rounds (the background purger, below), so that a
+ * program that stops calling lfheap gets its memory back too. Both run the same step and
+ * compete for the same CAS: no thread waits for the purger, nor the purger for anyone.
  */
 #include "arena.h"
 
 #include "buddy.h"
+#include "common.h"
 #include "os.h"
 #include "park.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -300,23 +307,182 @@ size_t arena_purge_all(void)
     return released;
 }
 
-void arena_tick(void)
+/* Releases the chunks whose delay ran out, unless somebody did in the last `gap` ms: one
+ * thread wins the CAS on the last purge time, the others go on, nobody waits. True if
+ * this call won. The slow paths (arena_tick) and the purger share it. */
+static bool purge_if_due(uint32_t now, uint32_t gap)
 {
-    uint32_t now = now_ms();
-    uint32_t delay = purge_delay();
     uint32_t last = atomic_load_explicit(&last_purge_ms, memory_order_relaxed);
-    if (now - last < delay / 2 + 1)
-        return;
-    /* One thread per half-delay wins the right to purge; the others go on, nobody
-     * waits. Relaxed: the stacks carry their own ordering. */
+    if (now - last < gap)
+        return false;
+    /* Relaxed: the stacks carry their own ordering. */
     if (!atomic_compare_exchange_strong_explicit(&last_purge_ms, &last, now, memory_order_relaxed,
                                                  memory_order_relaxed))
-        return;
+        return false;
     LFH_PARK(ARENA_TICK_WON);
+    uint32_t delay = purge_delay();
     for (unsigned order = 0; order < ARENA_ORDERS; order++)
         if (dirty_top(atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed), order))
             purge_order(order, now, delay, false);
     os_retry();
+    return true;
+}
+
+/* True if no chunk waits on any dirty stack (relaxed: a glance, acted on later). */
+static bool dirty_all_empty(void)
+{
+    for (unsigned order = 0; order < ARENA_ORDERS; order++)
+        if (dirty_top(atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed), order))
+            return false;
+    return true;
+}
+
+/* ---- the background purger ---------------------------------------------------------- */
+
+/* The purger (LFHEAP_BACKGROUND) naps half a purge delay while chunks wait; while none
+ * does, each nap is twice the last, up to this (or the half delay, if longer): an idle
+ * process's purger wakes once a second, and memory freed just after it went to sleep
+ * goes back within that second rather than half a delay. */
+#define PURGER_IDLE_NAP_MS 1000
+/* A heartbeat older than this many longest naps means the purger is gone (killed) or
+ * stopped for that long: the next slow path replaces it. Generous, so that a loaded
+ * machine's late wake-ups replace nobody. */
+#define PURGER_STALE_NAPS 8
+/* Set in every beat, so that a beat is never 0, which means "no purger". */
+#define PURGER_ALIVE ((uint64_t)1 << 32)
+
+static _Atomic int background_on = -1;
+/* The page that holds the heartbeat, mapped on the first start. */
+static _Atomic(_Atomic uint64_t *) purger_page;
+
+__thread bool arena_purger_wanted;
+
+static bool background_enabled(void)
+{
+    /* Relaxed: every thread computes the same value from the environment. */
+    int on = atomic_load_explicit(&background_on, memory_order_relaxed);
+    if (on < 0) {
+        const char *env = getenv("LFHEAP_BACKGROUND");
+        on = env && env[0] != '\0' && !(env[0] == '0' && env[1] == '\0');
+        atomic_store_explicit(&background_on, on, memory_order_relaxed);
+    }
+    return on;
+}
+
+/* The heartbeat: PURGER_ALIVE and the time the purger last woke, in ms; 0 while no
+ * purger runs in this process. Written by the purger (CAS from its own last beat) and by
+ * a thread that finds the beat stale and claims the right to start one (CAS). It lives
+ * on a page of its own marked wipe-on-fork, so that a forked child, which inherits no
+ * thread, reads 0 at once (on kernels without MADV_WIPEONFORK the child waits for the
+ * inherited beat to go stale). NULL if the page cannot be mapped yet: no purger then. */
+static _Atomic uint64_t *purger_beat(bool map)
+{
+    /* Acquire pairs with the release CAS below: the page is marked before it is seen. */
+    _Atomic uint64_t *page = atomic_load_explicit(&purger_page, memory_order_acquire);
+    if (page || !map)
+        return page;
+    _Atomic uint64_t *fresh = os_map(OS_PAGE_SIZE, OS_PAGE_SIZE);
+    if (!fresh)
+        return NULL;
+    os_wipe_on_fork(fresh, OS_PAGE_SIZE);
+    /* Two threads that both map one: the loser unmaps its own and uses the winner's. */
+    if (atomic_compare_exchange_strong_explicit(&purger_page, &page, fresh, memory_order_release,
+                                                memory_order_acquire))
+        return fresh;
+    os_unmap(fresh, OS_PAGE_SIZE);
+    return page;
+}
+
+static uint32_t purger_interval(void)
+{
+    return purge_delay() / 2 + 1;
+}
+
+static uint32_t purger_longest_nap(void)
+{
+    uint32_t interval = purger_interval();
+    return interval > PURGER_IDLE_NAP_MS ? interval : PURGER_IDLE_NAP_MS;
+}
+
+static uint32_t purger_stale_ms(void)
+{
+    return PURGER_STALE_NAPS * purger_longest_nap();
+}
+
+/* True if the beat names no purger of this process that woke recently. */
+static bool purger_stale(uint64_t beat, uint32_t now)
+{
+    return beat == 0 || now - (uint32_t)beat > purger_stale_ms();
+}
+
+/* The purger: sleeps, beats, and runs the slow paths' purge step, competing for the same
+ * CAS (so a purger parked anywhere stops nobody: the slow paths purge as before). It
+ * never allocates. It leaves when it finds its beat replaced. */
+static void *purger_main(void *arg)
+{
+    _Atomic uint64_t *word = purger_beat(false);
+    uint64_t beat = (uint64_t)(uintptr_t)arg;
+    os_thread_name("lfheap-purge");
+    uint32_t interval = purger_interval(), longest = purger_longest_nap();
+    uint32_t nap = interval;
+    for (;;) {
+        os_sleep_ms(nap);
+        uint32_t now = now_ms();
+        /* Relaxed: the word publishes nothing but itself. It changed only if a thread
+         * found this purger's beat stale and claimed its place: then this one leaves. */
+        if (!atomic_compare_exchange_strong_explicit(word, &beat, PURGER_ALIVE | now,
+                                                     memory_order_relaxed, memory_order_relaxed))
+            return NULL;
+        beat = PURGER_ALIVE | now;
+        os_retry();
+        if (dirty_all_empty()) {
+            nap = nap > longest / 2 ? longest : nap * 2;
+            continue;
+        }
+        nap = interval;
+        /* Skipped if a slow path purged in the last quarter delay. */
+        purge_if_due(now, interval / 2 + 1);
+    }
+}
+
+void arena_purger_start(void)
+{
+    arena_purger_wanted = false;
+    int saved_errno = errno; /* the program's, which no successful call may change */
+    _Atomic uint64_t *word = purger_beat(true);
+    uint32_t now = now_ms();
+    /* Relaxed: see purger_main. */
+    uint64_t seen = word ? atomic_load_explicit(word, memory_order_relaxed) : 0;
+    uint64_t claim = PURGER_ALIVE | now;
+    /* One thread claims a stale beat; the others find it fresh (or their CAS fails
+     * because it was claimed or beaten) and go on: nobody waits. */
+    if (word && purger_stale(seen, now) &&
+        atomic_compare_exchange_strong_explicit(word, &seen, claim, memory_order_relaxed,
+                                                memory_order_relaxed)) {
+        LFH_PARK(ARENA_PURGER_CLAIMED);
+        /* Refused (no memory, too many threads): the claim is left to go stale after
+         * half a delay, when a tick asks for another try. If the word changed meanwhile,
+         * a thread found the claim stale and made its own: not this thread's to change. */
+        uint64_t retry = PURGER_ALIVE | (uint32_t)(now - purger_stale_ms() + purger_interval());
+        if (!os_thread_start(purger_main, (void *)(uintptr_t)claim))
+            atomic_compare_exchange_strong_explicit(word, &claim, retry, memory_order_relaxed,
+                                                    memory_order_relaxed);
+    }
+    errno = saved_errno;
+}
+
+void arena_tick(void)
+{
+    uint32_t now = now_ms();
+    purge_if_due(now, purge_delay() / 2 + 1);
+    /* With the switch on, every tick glances at the heartbeat (a forked child's first
+     * slow path finds it 0); a stale one asks the caller to start a purger. Relaxed: see
+     * purger_main. */
+    if (LFH_UNLIKELY(background_enabled())) {
+        _Atomic uint64_t *word = purger_beat(false);
+        if (!word || purger_stale(atomic_load_explicit(word, memory_order_relaxed), now))
+            arena_purger_wanted = true;
+    }
 }
 
 /* ---- arenas ----------------------------------------------------------------------- */

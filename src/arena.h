@@ -53,8 +53,22 @@ size_t arena_purge_all(void);
 
 /* Lets the arenas purge chunks whose delay ran out; cheap when there is nothing due.
  * Called from the heap's slow paths, so that an active program's freed memory goes
- * back to the kernel within about one purge delay. */
+ * back to the kernel within about one purge delay. With LFHEAP_BACKGROUND set, the
+ * thread that purges also checks that the background purger runs, and if not, sets
+ * arena_purger_wanted for the caller to act on. */
 void arena_tick(void);
+
+/* The background purger (LFHEAP_BACKGROUND=1): one thread that purges like arena_tick,
+ * so that a program that stops calling lfheap still gets its freed memory back to the
+ * kernel. It is started lazily, by a thread that ticked, at the end of its slow path;
+ * again in a forked child (which inherits no thread) and if its heartbeat stops. */
+extern __thread bool arena_purger_wanted __attribute__((visibility("hidden")));
+
+/* Starts the purger unless it runs (or another thread is starting it); clears
+ * arena_purger_wanted. pthread_create allocates: call it only where a malloc of the
+ * calling thread is safe (no structure of its own half updated) and never from a signal
+ * handler. A refused start is retried by a later tick. errno is left as it was. */
+void arena_purger_start(void);
 
 #ifdef LFHEAP_PARKING
 /* Test-only (the parking variant, park.h): how many mapped arenas are not entirely free

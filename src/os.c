@@ -10,8 +10,9 @@
  * address with an exchange, so each range is retried by one thread at a time, and frees
  * the slot by clearing the size once the range is gone. No thread waits for another.
  *
- * The statistics build counts every system call here (and the bytes it names), so the
- * counts are exactly the system calls lfheap makes.
+ * The statistics build counts every memory system call here (and the bytes it names), so
+ * the counts are exactly the memory system calls lfheap makes. The thread calls at the
+ * end serve the optional background purger (arena.c) and are not counted.
  */
 #include "os.h"
 
@@ -19,11 +20,14 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
 
 /* `calls` is a STATS_*_CALLS counter; its bytes counter follows it. */
 static inline void os_count(unsigned calls, size_t bytes)
@@ -278,4 +282,42 @@ bool os_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *
         }
     }
     return pthread_setspecific((pthread_key_t)(current - 1), value) == 0;
+}
+
+/* ---- threads ---------------------------------------------------------------------- */
+
+bool os_thread_start(void *(*fn)(void *), void *arg)
+{
+    if (os_fault())
+        return false;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return false;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* The new thread inherits the mask in force while it is created: all blocked. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    int refused = pthread_create(&thread, &attr, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return refused == 0;
+}
+
+void os_thread_name(const char *name)
+{
+    prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+
+void os_sleep_ms(uint32_t ms)
+{
+    struct timespec pause = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&pause, NULL);
+}
+
+bool os_wipe_on_fork(void *addr, size_t size)
+{
+    os_count(STATS_MADVISE_CALLS, size);
+    return madvise(addr, size, MADV_WIPEONFORK) == 0;
 }

@@ -1,8 +1,10 @@
 /*
- * os: the only layer that talks to the kernel about memory. Everything above asks for
- * page-aligned, zero-filled regions here and gives them back here; no layer calls mmap
- * itself. All calls are thin wrappers over mmap/munmap/madvise/mremap, which are the only
- * blocking operations in lfheap (docs/DESIGN.md, property 1).
+ * os: the only layer that talks to the kernel about memory (and threads). Everything
+ * above asks for page-aligned, zero-filled regions here and gives them back here; no
+ * layer calls mmap itself. All calls are thin wrappers over mmap/munmap/madvise/mremap/
+ * mprotect, which are the only blocking operations in lfheap (docs/DESIGN.md, property
+ * 1), and, for the optional background purger (arena.c), pthread_create and the purger's
+ * own sleep.
  *
  * Failure: every call can fail, and a failed call changes nothing the layer above can
  * see. os_map returns NULL, os_move false, os_decommit false (the pages keep their
@@ -68,10 +70,31 @@ uint64_t os_random(void);
  * arenas purge, so that memory given back during a shortage goes back after it. */
 void os_retry(void);
 
+/* Starts a detached thread running fn(arg) with every signal blocked (the program's
+ * handlers never run on it, and process-directed signals go to the program's threads).
+ * The caller's signal mask is as it was on return. pthread_create allocates (the new
+ * thread's TLS vector): the caller must be where a malloc of its own is safe, and not in
+ * a signal handler. False if refused (no memory, too many threads): nothing started. */
+bool os_thread_start(void *(*fn)(void *), void *arg);
+
+/* Names the calling thread, as ps -L and /proc/PID/task/TID/comm show it (15 characters
+ * at most); a refusal is ignored. */
+void os_thread_name(const char *name);
+
+/* Sleeps `ms` milliseconds (the background purger's own pause between rounds: it waits
+ * for time to pass, never for another thread). May return early. */
+void os_sleep_ms(uint32_t ms);
+
+/* Marks the range to read as zeros in a child made by fork (MADV_WIPEONFORK, Linux 4.14
+ * on): a word kept there tells a child that what it describes ran in the parent. False
+ * if the kernel refused (too old): the range is copied to children as usual. */
+bool os_wipe_on_fork(void *addr, size_t size);
+
 #ifdef LFHEAP_FAULT_INJECTION
 /* Failure injection, compiled only into the test variant (`liblfheap-fault.a`): each
- * call above (and each retried unmap) counts as one OS call, and the injected ones fail
- * as the kernel's would (ENOMEM), before reaching the kernel. */
+ * call above whose failure lfheap handles (all but the thread's name, the sleep and
+ * os_wipe_on_fork) and each retried unmap counts as one OS call, and the injected ones
+ * fail as the kernel's would (ENOMEM), before reaching the kernel. */
 
 /* The `nth` OS call from now (1: the next) fails; with `persistent`, every call from
  * that one on fails too, until os_fault_inject(0, false) lifts the injection. */

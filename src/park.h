@@ -40,6 +40,7 @@
     X(ARENA_REGISTERED, "arena.registered")                                                        \
     X(ARENA_LISTED, "arena.listed")                                                                \
     X(ARENA_TICK_WON, "arena.tick_won")                                                            \
+    X(ARENA_PURGER_CLAIMED, "arena.purger_claimed")                                                \
     X(BUDDY_ALLOC_CLIMB, "buddy.alloc_climb")                                                      \
     X(BUDDY_FREE_CLIMB, "buddy.free_climb")                                                        \
     X(BUDDY_FREE_MARKED, "buddy.free_marked")                                                      \

@@ -315,6 +315,7 @@ void *tcache_alloc_slow(unsigned cls)
     busy_enter();
     void *block = alloc_slow(cls);
     busy_leave();
+    tcache_purger_poll();
     return block;
 }
 
@@ -348,6 +349,7 @@ void tcache_flush(void *block)
     busy_enter();
     flush_bin(block);
     busy_leave();
+    tcache_purger_poll();
 }
 
 static void free_slow(void *block, struct descriptor *desc)
@@ -376,6 +378,7 @@ void tcache_free_slow(void *block, struct descriptor *desc)
     busy_enter();
     free_slow(block, desc);
     busy_leave();
+    tcache_purger_poll();
 }
 
 static unsigned flush_cache(struct tcache *tc)

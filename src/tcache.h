@@ -19,8 +19,10 @@
 #ifndef LFHEAP_TCACHE_H
 #define LFHEAP_TCACHE_H
 
+#include "arena.h"
 #include "common.h"
 #include "heap.h"
+#include "sigwrap.h"
 #include "sizeclass.h"
 
 #include <stdbool.h>
@@ -212,6 +214,18 @@ LFH_INLINE bool tcache_owns(struct descriptor *desc)
  * (mmap, clock_gettime, ...), which lie outside lfheap's code: a signal handler that
  * interrupts it finds the cache in the middle of an update. */
 extern __thread unsigned tcache_busy __attribute__((visibility("hidden")));
+
+/* Starts the background purger if arena_tick asked this thread to (arena.h), at the end
+ * of a slow path: pthread_create allocates, and its calls must find this thread's cache
+ * whole, so never while a slow path of this layer runs (tcache_busy: the end of a nested
+ * one leaves the request for the outermost), and never inside a signal handler
+ * (sigwrap_handling: pthread_create is not async-signal-safe). Three thread-local loads
+ * when there is nothing to do. */
+LFH_INLINE void tcache_purger_poll(void)
+{
+    if (LFH_UNLIKELY(arena_purger_wanted) && tcache_busy == 0 && sigwrap_handling == 0)
+        arena_purger_start();
+}
 
 /* What tcache_hide takes out of the bins. */
 struct tcache_hidden {

@@ -14,6 +14,11 @@ cd "$(dirname "$0")/../.."
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}"
 run park build/t-park/test_parking 1000000
 run park-tsan build/t-park-tsan/test_parking 30000
+# The background purger's start (arena.purger_claimed) needs the switch, and a process
+# where no purger ran yet.
+run park-purger env LFHEAP_BACKGROUND=1 build/t-park/test_parking 1000000 arena.purger_claimed
+run park-purger-tsan env LFHEAP_BACKGROUND=1 build/t-park-tsan/test_parking 30000 \
+    arena.purger_claimed
 if [ -n "${LFHEAP_TEST_LONG:-}" ]; then
     run park-long build/t-park/test_parking 10000000
     run park-tsan-long build/t-park-tsan/test_parking 300000

@@ -1,0 +1,494 @@
+/*
+ * Idle programs (issue 13, part 2): a program that frees its memory and then waits,
+ * calling lfheap no more, gets its resident size back when the background purger runs
+ * (LFHEAP_BACKGROUND=1, src/arena.c); without the switch lfheap starts no thread.
+ *
+ * Usage: test_idle CASE [MiB]
+ *   idle     4 threads allocate MiB (default 1024) in mixed sizes, free it all (half of
+ *            it from another thread than the allocating one) and stay alive, idle; the
+ *            main thread calls no allocator routine while it polls its RSS (raw reads of
+ *            /proc) for up to 20 s: it must fall back to within 32 MiB of the start
+ *   measure  the same scenario, printing the RSS every 250 ms for 4 s, asserting nothing
+ *            (to compare runs with and without the switch, and with other allocators)
+ *   off      without the switch: slow paths for a few purge delays, no thread appears
+ *   once     with the switch: bursts of threads that allocate, idle pauses, fork; the
+ *            purger is one thread, started once, which never allocates (in the
+ *            statistics build: no thread cache is set up but the test's threads')
+ *   fork     with the switch and the purger running: a child (which inherits no thread)
+ *            works, and its memory goes back once it freed it: it starts its own purger
+ *   fault    failure-injection build, with the switch: starting the purger fails with
+ *            every OS call failing; lfheap goes on working and starts it once calls
+ *            succeed again
+ *
+ * Every wait is for an event with a generous bound (the machine may be loaded): nothing
+ * here asserts on how fast anything happens.
+ */
+#include "alloc_names.h"
+#include "testutil.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef LFHEAP_FAULT_INJECTION
+#include "os.h"
+#endif
+
+#define MIB               ((size_t)1 << 20)
+#define THREADS           4
+#define NEAR_START_KIB    (32 * 1024) /* the issue's bound: within 32 MiB of the start */
+#define WAIT_SECONDS      20
+#define POLL_MICROSECONDS 50000
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The number after `key` in a /proc file, read with open and read into the stack: the
+ * waiting thread must not call the allocator (fopen would). -1 if not found. */
+static long proc_number(const char *path, const char *key)
+{
+    char buf[4096];
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    const char *at = key[0] ? strstr(buf, key) : buf;
+    return at ? strtol(at + strlen(key), NULL, 10) : -1;
+}
+
+static long rss_kib(void)
+{
+    /* statm: size, then resident, in pages */
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *end;
+    strtol(buf, &end, 10);
+    return strtol(end, NULL, 10) * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static long threads_now(void)
+{
+    return proc_number("/proc/self/status", "Threads:");
+}
+
+/* How many threads are named lfheap-purge (the purger names itself so), and the id of
+ * the last one found in *tid. Reads the task directory with opendir, which allocates:
+ * not for the quiet parts. */
+static size_t mixed_size(uint64_t *rng, size_t i);
+
+static int purgers(long *tid)
+{
+    DIR *dir = opendir("/proc/self/task");
+    REQUIRE(dir);
+    int count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        if (entry->d_name[0] == '.')
+            continue;
+        char path[300], name[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", entry->d_name);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, name, sizeof name - 1);
+        close(fd);
+        if (n > 0 && strncmp(name, "lfheap-purge\n", 13) == 0) {
+            count++;
+            *tid = atol(entry->d_name);
+        }
+    }
+    closedir(dir);
+    return count;
+}
+
+/* Allocates `mib` MiB in mixed sizes from the calling thread, each block filled, checks
+ * the fill and frees everything: one burst of a working program. */
+static void burst(size_t mib)
+{
+    size_t capacity = mib * MIB / 256 + 1024;
+    char **blocks = mmap(NULL, capacity * sizeof(char *), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(blocks != MAP_FAILED);
+    uint64_t rng = 42;
+    size_t count = 0, total = 0;
+    size_t *sizes = mmap(NULL, capacity * sizeof(size_t), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(sizes != MAP_FAILED);
+    while (total < mib * MIB && count < capacity) {
+        size_t size = mixed_size(&rng, count);
+        char *p = T_MALLOC(size);
+        REQUIRE(p);
+        memset(p, (int)(count & 0xff), size);
+        blocks[count] = p;
+        sizes[count++] = size;
+        total += size;
+    }
+    for (size_t i = 0; i < count; i++) {
+        CHECK(blocks[i][0] == (char)(i & 0xff) && blocks[i][sizes[i] - 1] == (char)(i & 0xff));
+        T_FREE(blocks[i]);
+    }
+    munmap(blocks, capacity * sizeof(char *));
+    munmap(sizes, capacity * sizeof(size_t));
+}
+
+/* Slow paths until a purger runs (up to WAIT_SECONDS): large blocks go through arena_tick
+ * every time. True once there is one. */
+static bool purger_appears(void)
+{
+    long tid;
+    double until = seconds() + WAIT_SECONDS;
+    while (purgers(&tid) == 0 && seconds() < until) {
+        void *p = T_MALLOC(300000);
+        REQUIRE(p);
+        memset(p, 1, 4096);
+        T_FREE(p);
+        usleep(10000);
+    }
+    return purgers(&tid) == 1;
+}
+
+/* ---- the scenario: 4 threads allocate in mixed sizes, free it all, stay idle ---- */
+
+struct worker {
+    pthread_t thread;
+    unsigned index;
+    size_t budget; /* bytes to allocate */
+    void **blocks; /* mapped with mmap, so the test's own arrays cost the allocator nothing */
+    size_t count, capacity;
+    struct worker *neighbour;
+};
+
+static pthread_barrier_t allocated, freed, finish;
+
+static size_t mixed_size(uint64_t *rng, size_t i)
+{
+    *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = *rng >> 33;
+    /* about a third of the bytes each in small (16 B - 1 KiB), medium (1 - 32 KiB) and
+     * large blocks (32 KiB - 2 MiB): by count mostly small ones */
+    if (i % 1000 == 999)
+        return 32768 + r % (2 * MIB);
+    if (i % 40 == 39)
+        return 1024 + r % 31744;
+    return 16 + r % 1008;
+}
+
+static void free_half(struct worker *w, size_t parity)
+{
+    for (size_t i = parity; i < w->count; i += 2)
+        T_FREE(w->blocks[i]);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    uint64_t rng = 0x9E3779B97F4A7C15ull * (w->index + 1);
+    size_t total = 0;
+    while (total < w->budget && w->count < w->capacity) {
+        size_t size = mixed_size(&rng, w->count);
+        char *p = T_MALLOC(size);
+        REQUIRE(p);
+        memset(p, (int)(w->count & 0xff), size);
+        w->blocks[w->count++] = p;
+        total += size;
+    }
+    pthread_barrier_wait(&allocated);
+    /* Half its own blocks, half its neighbour's: remote frees as well as local ones. */
+    free_half(w, 0);
+    free_half(w->neighbour, 1);
+    pthread_barrier_wait(&freed);
+    /* Idle until the main thread has measured. */
+    pthread_barrier_wait(&finish);
+    return NULL;
+}
+
+/* Runs the scenario up to the point where everything is freed and the threads are idle;
+ * finish_scenario lets them exit. */
+static void start_scenario(struct worker *workers, size_t total_mib)
+{
+    REQUIRE(pthread_barrier_init(&allocated, NULL, THREADS) == 0);
+    REQUIRE(pthread_barrier_init(&freed, NULL, THREADS + 1) == 0);
+    REQUIRE(pthread_barrier_init(&finish, NULL, THREADS + 1) == 0);
+    for (unsigned t = 0; t < THREADS; t++) {
+        struct worker *w = &workers[t];
+        w->index = t;
+        w->budget = total_mib * MIB / THREADS;
+        w->capacity = w->budget / 256 + 1024; /* the mean size is well above 256 B */
+        w->blocks = mmap(NULL, w->capacity * sizeof(void *), PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        REQUIRE(w->blocks != MAP_FAILED);
+        w->count = 0;
+        w->neighbour = &workers[(t + 1) % THREADS];
+    }
+    for (unsigned t = 0; t < THREADS; t++)
+        REQUIRE(pthread_create(&workers[t].thread, NULL, worker_main, &workers[t]) == 0);
+    pthread_barrier_wait(&freed);
+    for (unsigned t = 0; t < THREADS; t++)
+        munmap(workers[t].blocks, workers[t].capacity * sizeof(void *));
+}
+
+static void finish_scenario(struct worker *workers)
+{
+    pthread_barrier_wait(&finish);
+    for (unsigned t = 0; t < THREADS; t++)
+        pthread_join(workers[t].thread, NULL);
+    pthread_barrier_destroy(&allocated);
+    pthread_barrier_destroy(&freed);
+    pthread_barrier_destroy(&finish);
+}
+
+static size_t scenario_mib = 1024;
+
+/* The scenario; the RSS must come back near the start while nobody calls lfheap. */
+static void idle_rss_falls_back(void)
+{
+    static struct worker workers[THREADS];
+    printf("# scenario: %zu MiB in %d threads\n", scenario_mib, THREADS);
+    fflush(stdout); /* stdout's buffer exists before the quiet part */
+    long start = rss_kib();
+    double t0 = seconds();
+    start_scenario(workers, scenario_mib);
+    double freed_at = seconds();
+    long after_free = rss_kib();
+    long now = after_free;
+    /* No allocator call from here until the RSS is back (or the bound is reached). */
+    while (now - start > NEAR_START_KIB && seconds() - freed_at < WAIT_SECONDS) {
+        usleep(POLL_MICROSECONDS);
+        now = rss_kib();
+    }
+    double back_after = seconds() - freed_at;
+    finish_scenario(workers);
+    CHECK(now - start <= NEAR_START_KIB);
+    printf("# rss: start %ld KiB, after free %ld KiB (allocation and frees took %.1f s), "
+           "%ld KiB %.1f s later\n",
+           start, after_free, freed_at - t0, now, back_after);
+}
+
+static void measure(void)
+{
+    static struct worker workers[THREADS];
+    fflush(stdout);
+    long start = rss_kib();
+    double start_time = seconds();
+    start_scenario(workers, scenario_mib);
+    double freed_at = seconds();
+    long samples[17];
+    for (int i = 0; i <= 16; i++) {
+        samples[i] = rss_kib();
+        if (i < 16)
+            usleep(250000);
+    }
+    finish_scenario(workers);
+    usleep(2000000);
+    long exited = rss_kib();
+    T_MALLOC_TRIM(0);
+    long trimmed = rss_kib();
+    printf("# rss (MiB) start %.1f; after free (threads alive, idle), every 250 ms for 4 s:",
+           (double)start / 1024);
+    for (int i = 0; i <= 16; i++)
+        printf(" %.1f", (double)samples[i] / 1024);
+    printf("\n# threads exited, 2 s later: %.1f; after malloc_trim: %.1f (allocating and "
+           "freeing took %.1f s)\n",
+           (double)exited / 1024, (double)trimmed / 1024, freed_at - start_time);
+}
+
+static void *burst_thread(void *arg)
+{
+    burst((size_t)(uintptr_t)arg);
+    return NULL;
+}
+
+/* Without the switch, slow paths for several purge delays, in two threads: no thread
+ * of lfheap's appears. */
+static void no_thread_without_switch(void)
+{
+    long before = threads_now();
+    double until = seconds() + 1.5;
+    while (seconds() < until) {
+        burst(8);
+        usleep(20000);
+    }
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, burst_thread, (void *)(uintptr_t)8) == 0);
+    pthread_join(t, NULL);
+    /* A joined thread may stay listed for a moment after it exited. */
+    double bound = seconds() + WAIT_SECONDS;
+    while (threads_now() != before && seconds() < bound)
+        usleep(POLL_MICROSECONDS);
+    long tid;
+    CHECK(threads_now() == before);
+    CHECK(purgers(&tid) == 0);
+}
+
+/* Bursts of threads, idle pauses long enough for the purger to lengthen its naps: one
+ * purger throughout, the same thread, and (statistics build) it set up no thread cache,
+ * so it never allocated: the caches set up are the main thread's and the bursts'. */
+static void purger_started_once(void)
+{
+    REQUIRE(purger_appears());
+    long first = 0, tid = 0;
+    purgers(&first);
+    enum { ROUNDS = 4, PER_ROUND = 4 };
+    for (int round = 0; round < ROUNDS; round++) {
+        pthread_t t[PER_ROUND];
+        for (int i = 0; i < PER_ROUND; i++)
+            REQUIRE(pthread_create(&t[i], NULL, burst_thread, (void *)(uintptr_t)16) == 0);
+        for (int i = 0; i < PER_ROUND; i++)
+            pthread_join(t[i], NULL);
+        usleep(1500000);
+        CHECK(purgers(&tid) == 1 && tid == first);
+        CHECK(threads_now() == 2);
+    }
+#ifndef TEST_PLAIN
+    struct lfh_stats stats;
+    REQUIRE(lfh_stats_get(&stats) == 1); /* 1: the library counts */
+    printf("# thread caches set up: %llu (the main thread and %d bursts)\n",
+           (unsigned long long)stats.threads_started, ROUNDS * PER_ROUND);
+    CHECK(stats.threads_started == 1 + ROUNDS * PER_ROUND);
+#endif
+}
+
+/* A child forked while the purger runs inherits no thread; it works, and once it has
+ * freed its memory and stopped calling lfheap, its own purger gives the memory back. */
+static void forked_child_gets_its_own_purger(void)
+{
+    REQUIRE(purger_appears());
+    long first = 0, tid = 0;
+    purgers(&first);
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int status = threads_now() == 1 ? 0 : 1;
+        long start = rss_kib();
+        burst(256);
+        long after = rss_kib();
+        /* Quiet: no allocator call while waiting for the child's purger to do its work. */
+        double until = seconds() + WAIT_SECONDS;
+        long now = after;
+        while ((threads_now() != 2 || now - start > NEAR_START_KIB) && seconds() < until) {
+            usleep(POLL_MICROSECONDS);
+            now = rss_kib();
+        }
+        if (threads_now() != 2)
+            status |= 2;
+        if (now - start > NEAR_START_KIB)
+            status |= 4;
+        fprintf(stderr, "# child: rss start %ld KiB, after its burst %ld KiB, then %ld KiB\n",
+                start, after, now);
+        _exit(status | (test_failures ? 8 : 0));
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    /* 1: the child had another thread; 2: it got no purger; 4: its RSS stayed up; 8: a
+     * fill check failed */
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "child status %#x\n", (unsigned)status);
+    CHECK(purgers(&tid) == 1 && tid == first);
+    burst(16);
+}
+
+#ifdef LFHEAP_FAULT_INJECTION
+/* The n-th OS call from the first allocation on fails, and every call after it, until
+ * the test lifts the failure (a fresh child process per n: lfheap untouched before): the
+ * calls include the purger's page and its thread start. lfheap goes on working after the
+ * failure is lifted, and a purger starts. Children report in their exit status. */
+static int refused_run(uint64_t n)
+{
+    os_fault_inject(n, true);
+    for (int i = 0; i < 20; i++) {
+        void *p = T_MALLOC(300000);
+        if (p)
+            memset(p, 1, 4096);
+        T_FREE(p);
+        usleep(5000);
+    }
+    struct os_fault_stats stats;
+    os_fault_stats(&stats);
+    os_fault_inject(0, false);
+    if (stats.failed == 0)
+        return 3; /* the workload makes fewer than n calls: done */
+    if (threads_now() != 1)
+        return 1; /* a thread was started while every call failed */
+    return purger_appears() ? 0 : 2;
+}
+
+static void purger_start_refused(void)
+{
+    uint64_t n = 1;
+    for (;; n++) {
+        fflush(stdout);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0)
+            _exit(refused_run(n));
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        REQUIRE(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 3)
+            break;
+        if (WEXITSTATUS(status) != 0)
+            fprintf(stderr, "call %llu failing: child status %d\n", (unsigned long long)n,
+                    WEXITSTATUS(status));
+        CHECK(WEXITSTATUS(status) == 0);
+    }
+    printf("# failed each of the first %llu OS calls in turn, and every call after it\n",
+           (unsigned long long)(n - 1));
+    CHECK(n > 2);
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    const char *which = argc > 1 ? argv[1] : "idle";
+    if (argc > 2)
+        scenario_mib = (size_t)atol(argv[2]);
+#ifdef LFHEAP_FAULT_INJECTION
+    /* lfheap untouched until each child's first call */
+    if (strcmp(which, "fault") == 0) {
+        setenv("LFHEAP_BACKGROUND", "1", 1);
+        RUN(purger_start_refused);
+        return test_exit_status();
+    }
+#endif
+    /* lfheap set up before the start is measured */
+    T_FREE(T_MALLOC(64));
+    if (strcmp(which, "idle") == 0) {
+        RUN(idle_rss_falls_back);
+    } else if (strcmp(which, "measure") == 0) {
+        measure();
+    } else if (strcmp(which, "off") == 0) {
+        RUN(no_thread_without_switch);
+    } else if (strcmp(which, "once") == 0) {
+        RUN(purger_started_once);
+    } else if (strcmp(which, "fork") == 0) {
+        RUN(forked_child_gets_its_own_purger);
+    } else {
+        printf("FAIL unknown case %s\n", which);
+        return 1;
+    }
+    return test_exit_status();
+}
