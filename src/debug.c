@@ -40,21 +40,6 @@ __attribute__((constructor)) static void debug_config(void)
     abort_enabled();
 }
 
-static void report_begin(struct out *o, const char *kind)
-{
-    out_init(o, STDERR_FILENO);
-    out_str(o, "lfheap: ");
-    out_str(o, kind);
-    out_str(o, ": ");
-}
-
-static void report_call(struct out *o, const char *routine, const void *ptr)
-{
-    out_str(o, routine);
-    out_str(o, "(");
-    out_hex(o, (uintptr_t)ptr);
-}
-
 static void report_end(struct out *o)
 {
     out_str(o, "\n");
@@ -101,7 +86,7 @@ void debug_report_fill(const struct descriptor *desc, const void *block)
     while (i < debug_fill_words(desc) * sizeof(uint64_t) && bytes[i] == DEBUG_FREED_BYTE)
         i++;
     struct out o;
-    report_begin(&o, "write after free");
+    out_report_begin(&o, "write after free");
     out_str(&o, "block ");
     out_hex(&o, (uintptr_t)block);
     out_str(&o, " (");
@@ -147,9 +132,9 @@ static LFH_NOINLINE void report_invalid(const char *routine, const void *ptr,
 {
     struct out o;
     bool freeing = strncmp(routine, "free", 4) == 0;
-    report_begin(&o, state == DEBUG_FREED ? (freeing ? "double free" : "use after free")
+    out_report_begin(&o, state == DEBUG_FREED ? (freeing ? "double free" : "use after free")
                                           : "invalid pointer");
-    report_call(&o, routine, ptr);
+    out_report_call(&o, routine, ptr);
     out_str(&o, state == DEBUG_FREED   ? "): the block was already freed"
                 : state == DEBUG_NEVER ? "): a block lfheap never handed out"
                                        : "): not a block lfheap handed out (or a large "
@@ -160,7 +145,7 @@ static LFH_NOINLINE void report_invalid(const char *routine, const void *ptr,
 static LFH_NOINLINE void report_overflow(const char *routine, const void *ptr, size_t request)
 {
     struct out o;
-    report_begin(&o, "heap overflow");
+    out_report_begin(&o, "heap overflow");
     out_str(&o, "block ");
     out_hex(&o, (uintptr_t)ptr);
     out_str(&o, " of ");
@@ -198,8 +183,8 @@ void debug_check_sized(void *ptr, struct descriptor *desc, size_t request, size_
     const char *routine = align ? "free_aligned_sized" : "free_sized";
     struct out o;
     if (size != request) {
-        report_begin(&o, "wrong size");
-        report_call(&o, routine, ptr);
+        out_report_begin(&o, "wrong size");
+        out_report_call(&o, routine, ptr);
         out_str(&o, ", ");
         out_num(&o, size);
         out_str(&o, "): the block was allocated with ");
@@ -209,8 +194,8 @@ void debug_check_sized(void *ptr, struct descriptor *desc, size_t request, size_
     }
     struct heap_props props;
     if (align && heap_props_get(desc, ptr, &props) && (align < 16 ? 16 : align) != props.align) {
-        report_begin(&o, "wrong alignment");
-        report_call(&o, routine, ptr);
+        out_report_begin(&o, "wrong alignment");
+        out_report_call(&o, routine, ptr);
         out_str(&o, ", alignment ");
         out_num(&o, align);
         out_str(&o, "): the block was allocated aligned to ");
@@ -240,7 +225,7 @@ __attribute__((destructor)) static void debug_exit_report(void)
     if (unfreed <= declared)
         return;
     struct out o;
-    report_begin(&o, "unfreed storage");
+    out_report_begin(&o, "unfreed storage");
     out_num(&o, unfreed - declared);
     out_str(&o, " bytes requested and not freed at exit (");
     out_num(&o, unfreed);

@@ -78,3 +78,18 @@ void out_hex(struct out *o, uintptr_t value)
     out_str(o, "0x");
     out_digits(o, value, 16, 0);
 }
+
+void out_report_begin(struct out *o, const char *kind)
+{
+    out_init(o, STDERR_FILENO);
+    out_str(o, "lfheap: ");
+    out_str(o, kind);
+    out_str(o, ": ");
+}
+
+void out_report_call(struct out *o, const char *routine, const void *ptr)
+{
+    out_str(o, routine);
+    out_str(o, "(");
+    out_hex(o, (uintptr_t)ptr);
+}

@@ -28,6 +28,10 @@ void out_dec(struct out *o, uint64_t value);
 void out_num(struct out *o, uint64_t value);
 /* An address in hex, 0x-prefixed. */
 void out_hex(struct out *o, uintptr_t value);
+/* The start of an error report on stderr, "lfheap: <kind>: ", and the call it names,
+ * "<routine>(<address>" (the debug and secure builds' one-line reports). */
+void out_report_begin(struct out *o, const char *kind);
+void out_report_call(struct out *o, const char *routine, const void *ptr);
 /* Writes what is buffered; retries partial writes and EINTR, gives up on other errors
  * (a report that cannot be written is dropped, never waited for). */
 void out_flush(struct out *o);

@@ -7,7 +7,6 @@
 #include "out.h"
 
 #include <stdlib.h>
-#include <unistd.h>
 
 #ifdef LFHEAP_SECURE
 
@@ -41,13 +40,8 @@ void secure_init(uint64_t seed)
 void secure_fail(const char *kind, const char *routine, const void *ptr)
 {
     struct out o;
-    out_init(&o, STDERR_FILENO);
-    out_str(&o, "lfheap: ");
-    out_str(&o, kind);
-    out_str(&o, ": ");
-    out_str(&o, routine);
-    out_str(&o, "(");
-    out_hex(&o, (uintptr_t)ptr);
+    out_report_begin(&o, kind);
+    out_report_call(&o, routine, ptr);
     out_str(&o, ")\n");
     out_flush(&o);
     abort();
