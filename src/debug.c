@@ -133,7 +133,7 @@ static LFH_NOINLINE void report_invalid(const char *routine, const void *ptr,
     struct out o;
     bool freeing = strncmp(routine, "free", 4) == 0;
     out_report_begin(&o, state == DEBUG_FREED ? (freeing ? "double free" : "use after free")
-                                          : "invalid pointer");
+                                              : "invalid pointer");
     out_report_call(&o, routine, ptr);
     out_str(&o, state == DEBUG_FREED   ? "): the block was already freed"
                 : state == DEBUG_NEVER ? "): a block lfheap never handed out"
