@@ -420,30 +420,38 @@ unsigned tcache_flush_all(void)
     return cached;
 }
 
-/* What an orphaned cache keeps of its listed free blocks, over all its classes. Adopting
- * a cache spares a new thread its first fills; the bound keeps the orphan slots from
- * pinning more than TCACHE_ORPHAN_SLOTS times this (16 MiB) of freed blocks, and through
- * them superblocks, while no thread uses them. Spares and remote frees go back too; the
- * bump ranges stay (one superblock tail per class, never touched unless the chunk came
+/* What an orphaned cache keeps of its free blocks (lists and spares), over all its
+ * classes. Adopting a cache spares a new thread its first fills; the bound keeps the
+ * orphan slots from pinning more than TCACHE_ORPHAN_SLOTS times this (16 MiB) of freed
+ * blocks, and through them superblocks, while no thread uses them. Remote frees go
+ * back; the bump ranges stay (one superblock tail per class, never touched unless the chunk came
  * back dirty): giving them back too made every adopter fill again, which made 500
  * threads churning at once (bench/thread-churn-concurrent) a quarter slower for a fifth
  * less resident memory. */
 #define TCACHE_ORPHAN_BYTES 262144
 
-/* Cuts a cache about to be orphaned down to what an orphan keeps: the heads of its lists,
- * smallest classes first, within TCACHE_ORPHAN_BYTES, and its bump ranges; the rest goes
- * back to the heap. */
+/* Cuts a cache about to be orphaned down to what an orphan keeps: its classes whole,
+ * smallest first, while they fit TCACHE_ORPHAN_BYTES, then the head of a list; and its
+ * bump ranges. The rest goes back to the heap. */
 static void trim_for_orphan(struct tcache *tc)
 {
     size_t budget = TCACHE_ORPHAN_BYTES;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         struct tcache_bin *bin = &tc->bins[cls];
         struct tcache_cold *cold = &tc->cold[cls];
+        if (!bin->head && !cold->spare)
+            continue; /* most classes of a short thread: nothing to trim */
+        uint32_t length = cold->list_base - (uint32_t)bin->credit;
+        size_t block_size = sizeclass_block_size[heap_size_class(cls)];
+        size_t spare_bytes = cold->spare ? (size_t)cold->spare_count * block_size : 0;
+        if ((size_t)length * block_size + spare_bytes <= budget) {
+            /* The whole list and spare stay, unwalked. */
+            budget -= (size_t)length * block_size + spare_bytes;
+            continue;
+        }
         give_back_list(cold->spare);
         cold->spare = NULL;
-        uint32_t length = cold->list_base - (uint32_t)bin->credit;
-        size_t fit = budget / sizeclass_block_size[heap_size_class(cls)];
-        uint32_t keep = length < fit ? length : (uint32_t)fit;
+        uint32_t keep = (uint32_t)(budget / block_size);
         void *list = bin->head;
         void *rest = list;
         if (keep > 0) {
@@ -455,7 +463,7 @@ static void trim_for_orphan(struct tcache *tc)
         } else {
             list = NULL;
         }
-        budget -= (size_t)keep * sizeclass_block_size[heap_size_class(cls)];
+        budget -= (size_t)keep * block_size;
         bin_install(bin, cold, list, keep);
         if (rest)
             LFH_PARK(TCACHE_FLUSH_CLASS);
