@@ -420,19 +420,20 @@ unsigned tcache_flush_all(void)
     return cached;
 }
 
-/* What an orphaned cache keeps of its free blocks (lists and spares), over all its
- * classes. Adopting a cache spares a new thread its first fills; the bound keeps the
- * orphan slots from pinning more than TCACHE_ORPHAN_SLOTS times this (16 MiB) of freed
- * blocks, and through them superblocks, while no thread uses them. Remote frees go
- * back; the bump ranges stay (one superblock tail per class, never touched unless the chunk came
+/* What an orphaned cache keeps of its listed free blocks, over all its classes. Adopting
+ * a cache spares a new thread its first fills; the bound keeps the orphan slots from
+ * pinning more than TCACHE_ORPHAN_SLOTS times this (16 MiB) of freed blocks, and through
+ * them superblocks, while no thread uses them. Spares and remote frees go back (kept
+ * spares made RSS climb again in concurrent_thread_churn_keeps_rss_flat); the bump
+ * ranges stay (one superblock tail per class, never touched unless the chunk came
  * back dirty): giving them back too made every adopter fill again, which made 500
  * threads churning at once (bench/thread-churn-concurrent) a quarter slower for a fifth
  * less resident memory. */
 #define TCACHE_ORPHAN_BYTES 262144
 
-/* Cuts a cache about to be orphaned down to what an orphan keeps: its classes whole,
- * smallest first, while they fit TCACHE_ORPHAN_BYTES, then the head of a list; and its
- * bump ranges. The rest goes back to the heap. */
+/* Cuts a cache about to be orphaned down to what an orphan keeps: its lists whole,
+ * smallest classes first, while they fit TCACHE_ORPHAN_BYTES, then the head of the one
+ * that does not; and its bump ranges. The rest goes back to the heap. */
 static void trim_for_orphan(struct tcache *tc)
 {
     size_t budget = TCACHE_ORPHAN_BYTES;
@@ -441,17 +442,15 @@ static void trim_for_orphan(struct tcache *tc)
         struct tcache_cold *cold = &tc->cold[cls];
         if (!bin->head && !cold->spare)
             continue; /* most classes of a short thread: nothing to trim */
-        uint32_t length = cold->list_base - (uint32_t)bin->credit;
-        size_t block_size = sizeclass_block_size[heap_size_class(cls)];
-        size_t spare_bytes = cold->spare ? (size_t)cold->spare_count * block_size : 0;
-        if ((size_t)length * block_size + spare_bytes <= budget) {
-            /* The whole list and spare stay, unwalked. */
-            budget -= (size_t)length * block_size + spare_bytes;
-            continue;
-        }
         give_back_list(cold->spare);
         cold->spare = NULL;
-        uint32_t keep = (uint32_t)(budget / block_size);
+        uint32_t length = cold->list_base - (uint32_t)bin->credit;
+        size_t block_size = sizeclass_block_size[heap_size_class(cls)];
+        if ((size_t)length * block_size <= budget) {
+            budget -= (size_t)length * block_size; /* the whole list stays, unwalked */
+            continue;
+        }
+        uint32_t keep = (uint32_t)(budget / block_size); /* below length */
         void *list = bin->head;
         void *rest = list;
         if (keep > 0) {
