@@ -25,6 +25,19 @@ run arena-tsan build/t-tsan/test_arena
 run threads build/t/test_threads
 run threads-preloaded env LD_PRELOAD="$lib" build/t-plain/test_threads
 run purge-preloaded env LD_PRELOAD="$lib" build/t-plain/test_purge
+# Every plain test program fails when lfheap is not its allocator (tests/testutil.h): a
+# preload that does not load only makes the dynamic linker warn, and the program would
+# otherwise pass on glibc's malloc.
+for prog in build/t-plain/*; do
+    out=$(LD_PRELOAD=/nonexistent timeout 60 "$prog" 2>&1)
+    status=$?
+    if [ "$status" -ne 0 ] && printf '%s\n' "$out" | grep -q '^FAIL lfheap-is-the-allocator: '; then
+        pass "without-lfheap-fails-$(basename "$prog")"
+    else
+        fail "without-lfheap-fails-$(basename "$prog")" "exit status $status: $(printf '%s\n' "$out" | head -3)"
+    fi
+done
+
 
 # Real programs: their output must match the output they give on glibc's allocator.
 tmp=$(mktemp -d)
