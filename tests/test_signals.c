@@ -459,7 +459,8 @@ static void check_stress(enum install how)
     atomic_store(&handler_errors, 0);
     atomic_store(&worker_errors, 0);
     atomic_store(&arity_errors, 0);
-    struct stress_result r = stress(how, signals_per_variant, 180.0);
+    /* A thousand signals a second at the least (the timers send 4,000 to 27,000). */
+    struct stress_result r = stress(how, signals_per_variant, 180.0 + 1e-3 * signals_per_variant);
     printf("  %s: %llu signals handled in %.1f s, %llu inside lfheap, %llu worker operations, "
            "%llu nested (depth %u)\n",
            install_names[how], (unsigned long long)r.handled, r.seconds,
@@ -781,13 +782,18 @@ static void *bystander_main(void *arg)
     return NULL;
 }
 
+/* The bound on a group of `count` doomed threads: each is caught in milliseconds when the
+ * machine is idle, so only a run where they never are reaches it. */
+#define DOOMED_SECONDS(count) (120.0 + 2.0 * (count))
+
 /* Runs doomed threads one at a time until `count` of them have left through the handler,
- * or until `limit` seconds have passed; returns how many left. How soon a signal catches a
- * thread inside lfheap (or in a slow path) depends on the machine's load and on valgrind,
- * so a thread gets signals until it leaves: only the time limit, which a run whose signals
- * truly stopped landing inside lfheap reaches, stops one that is still running. */
-static unsigned run_doomed(unsigned count, int slow_only, int survive, double limit)
+ * or until DOOMED_SECONDS(count) have passed; returns how many left. How soon a signal
+ * catches a thread inside lfheap (or in a slow path) depends on the machine's load and on
+ * valgrind, so a thread gets signals until it leaves: only the time limit, which a run
+ * whose signals truly stopped landing inside lfheap reaches, stops one still running. */
+static unsigned run_doomed(unsigned count, int slow_only, int survive)
 {
+    double limit = DOOMED_SECONDS(count);
     unsigned left = 0;
     double start = now_s();
     atomic_store(&kill_slow_only, slow_only);
@@ -826,10 +832,6 @@ static unsigned run_doomed(unsigned count, int slow_only, int survive, double li
     return left;
 }
 
-/* The bound on each group of doomed threads: they are caught in milliseconds each when
- * the machine is idle, so only a run where they never are reaches it. */
-#define DOOMED_SECONDS 150.0
-
 static void *exit_at_once(void *arg)
 {
     pthread_exit(arg);
@@ -854,12 +856,12 @@ static void killed_threads_leave_the_process_working(void)
     REQUIRE(pthread_create(&bystander, NULL, bystander_main, NULL) == 0);
 
     /* Warm up, so that the RSS baseline includes the heap's working set. */
-    run_doomed(threads_to_kill / 10 + 1, 0, 0, DOOMED_SECONDS);
+    run_doomed(threads_to_kill / 10 + 1, 0, 0);
     struct lfh_signal_counters before = counters();
     long rss_before = test_rss_kib();
-    unsigned anywhere = run_doomed(threads_to_kill / 2, 0, 0, DOOMED_SECONDS);
-    unsigned slow = run_doomed(threads_to_kill / 2, 1, 0, DOOMED_SECONDS);
-    unsigned jumps = run_doomed(threads_to_kill / 10 + 1, 0, 1, DOOMED_SECONDS);
+    unsigned anywhere = run_doomed(threads_to_kill / 2, 0, 0);
+    unsigned slow = run_doomed(threads_to_kill / 2, 1, 0);
+    unsigned jumps = run_doomed(threads_to_kill / 10 + 1, 0, 1);
     long rss_after = test_rss_kib();
     struct lfh_signal_counters after = counters();
     atomic_store(&bystander_stop, 1);
