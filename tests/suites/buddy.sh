@@ -13,12 +13,8 @@ cd "$(dirname "$0")/../.."
 
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}"
 run buddy build/t/test_buddy 400
-# The chaos builds hand the CPU away at random points (sched_yield): beside other busy
-# processes each yield can wait for one of them, so their run time grows with the
-# machine's load (about a minute idle, over 15 minutes beside two busy loops and other
-# builds). Their bound is an hour, which only a hang reaches.
-RUN_TIMEOUT=3600 run buddy-chaos build/t/test_buddy_chaos 400
+run buddy-chaos build/t/test_buddy_chaos 400
 run buddy-sched build/t/test_buddy_sched 100
 run buddy-asan build/t-asan/test_buddy 100
 run buddy-tsan build/t-tsan/test_buddy 60
-RUN_TIMEOUT=3600 run buddy-chaos-tsan build/t-tsan/test_buddy_chaos 60
+run buddy-chaos-tsan build/t-tsan/test_buddy_chaos 60
