@@ -121,10 +121,21 @@ test-long: all $(TEST_BINS)
 test-long-variants: all $(TEST_BINS)
 	LFHEAP_TEST_LONG=1 bash tests/run.sh park signals
 
+# cppcheck checks only the configuration its -D options name: one run per set of defines
+# a library variant is compiled with (FLAGS_*, and the parking variants of mk/park.mk),
+# each set written with + for spaces.
+LINT_CONFIGS = $(sort $(foreach v,$(VARIANTS) $(PARK_VARIANTS),$(subst $(space),+,$(strip \
+                   -D__GNUC__ -D__x86_64__ $(filter -D%,$(FLAGS_$(v)))))))
+space := $(subst ,, )
 lint:
-	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.cc tests/*.h
-	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
-	    --suppress=missingIncludeSystem -D__GNUC__ -D__x86_64__ -Iinclude -Isrc src
+	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.cc tests/*.h \
+	    bench/*.c bench/*.cc bench/*.h
+	for config in $(LINT_CONFIGS); do \
+	    echo "cppcheck $$config"; \
+	    cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+	        --suppress=missingIncludeSystem $$(echo "$$config" | tr + ' ') -Iinclude -Isrc src || \
+	        exit 1; \
+	done
 
 install: variants
 	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -212,12 +212,14 @@ static double measure(enum kind kind, enum scenario sc, size_t size, unsigned th
             exit(1);
         }
     }
-    if (kind == MMAP) total_pairs /= MMAP_DIVISOR;
+    if (kind == MMAP)
+        total_pairs /= MMAP_DIVISOR;
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, threads);
     struct job jobs[MAX_THREADS];
     unsigned long share = total_pairs / threads;
-    if (sc == LINUX && share < LINUX_BURST) share = LINUX_BURST;
+    if (sc == LINUX && share < LINUX_BURST)
+        share = LINUX_BURST;
     for (unsigned i = 0; i < threads; i++) {
         jobs[i] = (struct job){.in = &in,
                                .scenario = sc,
@@ -243,8 +245,10 @@ static double measure(enum kind kind, enum scenario sc, size_t size, unsigned th
         done += (share + burst - 1) / burst * burst;
     }
     pthread_barrier_destroy(&start);
-    if (in.nbbs) buddy_destroy(in.nbbs);
-    if (in.spin) spinbuddy_destroy(in.spin);
+    if (in.nbbs)
+        buddy_destroy(in.nbbs);
+    if (in.spin)
+        spinbuddy_destroy(in.spin);
     return (double)done / (t1 - t0) / 1e6;
 }
 
@@ -308,7 +312,8 @@ int main(int argc, char **argv)
             return 2;
         }
     FILE *csv = csv_path ? fopen(csv_path, "w") : NULL;
-    if (csv) fprintf(csv, "scenario,size,threads,allocator,run,mpairs_per_s,ratio_to_nbbs_1lvl\n");
+    if (csv)
+        fprintf(csv, "scenario,size,threads,allocator,run,mpairs_per_s,ratio_to_nbbs_1lvl\n");
     unsigned long total = (unsigned long)PAIRS * scale / 100;
     printf("Throughput in millions of alloc+free pairs per second (all threads), median of %u "
            "runs;\nin brackets: throughput relative to nbbs-1lvl in the same run. Region 1 GiB, "
@@ -318,7 +323,8 @@ int main(int argc, char **argv)
     double geo_sum[KINDS][8] = {{0}};
     unsigned geo_n = 0;
     for (unsigned sc = 0; sc < SCENARIOS; sc++) {
-        if (!want[sc]) continue;
+        if (!want[sc])
+            continue;
         printf("\n### %s%s\n\n| size | allocator |", scenario_title[sc],
                sc == OCCUPANCY ? " (sizes s..8s)" : "");
         for (unsigned t = 0; t < nthreads; t++)
@@ -379,6 +385,7 @@ int main(int argc, char **argv)
     for (unsigned k = 0; k < KINDS; k++)
         if (failures[k])
             printf("note: %s returned NULL %lu times (retried)\n", kind_name[k], failures[k]);
-    if (csv) fclose(csv);
+    if (csv)
+        fclose(csv);
     return 0;
 }

@@ -45,7 +45,8 @@ int main(int argc, char **argv)
     };
     bench_parse(argc, argv, "cache-scratch",
                 "main allocates one object per worker; each frees it, then thrashes", opts);
-    if (threads < 1 || iterations < 1 || rw < 1 || size < 1) bench_fail("need every knob >= 1");
+    if (threads < 1 || iterations < 1 || rw < 1 || size < 1)
+        bench_fail("need every knob >= 1");
     size_t bytes = (size_t)threads * sizeof(void *);
     struct ctx c = {
         .iterations = iterations, .rw = rw, .size = (size_t)size, .handed = bench_map(bytes)};

@@ -37,7 +37,8 @@ int main(int argc, char **argv)
     };
     bench_parse(argc, argv, "cache-thrash",
                 "each thread: iterations x { malloc(size); rw writes; free }", opts);
-    if (threads < 1 || iterations < 1 || rw < 1 || size < 1) bench_fail("need every knob >= 1");
+    if (threads < 1 || iterations < 1 || rw < 1 || size < 1)
+        bench_fail("need every knob >= 1");
     struct ctx c = {.iterations = iterations, .rw = rw, .size = (size_t)size};
     double secs = bench_run_threads((int)threads, worker, &c);
     bench_result((int)threads, "iterations=%ld rw=%ld size=%ld seconds=%.9f", iterations, rw, size,

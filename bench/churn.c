@@ -68,7 +68,8 @@ static void worker(int tid, void *arg)
         uint32_t spot = (uint32_t)bench_rng_below(&rng, (uint64_t)cfg.spots_total);
         /* acq_rel: we take ownership of the old object and publish the new one */
         void *old = atomic_exchange_explicit(&cfg.spots[spot], NULL, memory_order_acq_rel);
-        if (old) drop_object(old, spot);
+        if (old)
+            drop_object(old, spot);
         uint64_t serial = ((uint64_t)tid << 40) | (uint64_t)i;
         void *fresh = make_object(sizes[i], spot, serial);
         old = atomic_exchange_explicit(&cfg.spots[spot], fresh, memory_order_acq_rel);

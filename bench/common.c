@@ -22,7 +22,8 @@ static void write_all(int fd, const char *buf, size_t len)
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             return;
         }
         buf += n;
@@ -38,7 +39,8 @@ void bench_fail(const char *fmt, ...)
     va_start(ap, fmt);
     len += vsnprintf(buf + len, sizeof buf - (size_t)len, fmt, ap);
     va_end(ap);
-    if (len > (int)sizeof buf - 2) len = (int)sizeof buf - 2;
+    if (len > (int)sizeof buf - 2)
+        len = (int)sizeof buf - 2;
     buf[len++] = '\n';
     write_all(2, buf, (size_t)len);
     _exit(BENCH_EXIT_CORRUPT);
@@ -51,10 +53,12 @@ static long peak_rss_kib(void)
 {
     char buf[4096];
     int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0) return -1;
+    if (n <= 0)
+        return -1;
     buf[n] = '\0';
     const char *p = strstr(buf, "VmHWM:");
     return p ? strtol(p + 6, NULL, 10) : -1;
@@ -70,7 +74,8 @@ void bench_result(int threads, const char *fmt, ...)
     va_end(ap);
     if (len < (int)sizeof buf - 40)
         len += snprintf(buf + len, sizeof buf - (size_t)len, " peak_rss_kib=%ld", peak_rss_kib());
-    if (len > (int)sizeof buf - 2) len = (int)sizeof buf - 2;
+    if (len > (int)sizeof buf - 2)
+        len = (int)sizeof buf - 2;
     buf[len++] = '\n';
     write_all(1, buf, (size_t)len);
 }
@@ -80,7 +85,8 @@ static bool parse_value(const char *text, long *out)
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (errno != 0 || end == text) return false;
+    if (errno != 0 || end == text)
+        return false;
     long scale = 1;
     switch (*end) {
     case 'k':
@@ -101,7 +107,8 @@ static bool parse_value(const char *text, long *out)
     default:
         break;
     }
-    if (*end != '\0') return false;
+    if (*end != '\0')
+        return false;
     *out = v * scale;
     return true;
 }
@@ -133,16 +140,20 @@ void bench_parse(int argc, char **argv, const char *workload, const char *what,
             usage(workload, what, opts, 1);
             exit(0);
         }
-        if (strncmp(arg, "--", 2) != 0) goto bad;
+        if (strncmp(arg, "--", 2) != 0)
+            goto bad;
         arg += 2;
         const char *eq = strchr(arg, '=');
         size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
         struct bench_opt *o;
         for (o = opts; o->name; o++)
-            if (strlen(o->name) == name_len && strncmp(o->name, arg, name_len) == 0) break;
-        if (!o->name) goto bad;
+            if (strlen(o->name) == name_len && strncmp(o->name, arg, name_len) == 0)
+                break;
+        if (!o->name)
+            goto bad;
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!value) goto bad;
+        if (!value)
+            goto bad;
         if (o->text)
             *o->text = value;
         else if (!parse_value(value, o->value))
@@ -175,7 +186,8 @@ static void *thread_main(void *arg)
 
 double bench_run_threads(int threads, void (*fn)(int tid, void *ctx), void *ctx)
 {
-    if (threads < 1) bench_fail("need at least one thread");
+    if (threads < 1)
+        bench_fail("need at least one thread");
     size_t bytes = (size_t)threads * sizeof(struct thread_start);
     struct thread_start *ts = bench_map(bytes);
     pthread_barrier_t start;
@@ -200,10 +212,12 @@ void bench_thread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*
     int err = 0;
     for (int attempt = 0; attempt < 1000; attempt++) {
         err = pthread_create(thread, attr, fn, arg);
-        if (err != EAGAIN) break;
+        if (err != EAGAIN)
+            break;
         bench_sleep_us(1000);
     }
-    if (err != 0) bench_fail("pthread_create: %s", strerror(err));
+    if (err != 0)
+        bench_fail("pthread_create: %s", strerror(err));
 }
 
 void bench_sleep_us(long usec)
@@ -224,14 +238,17 @@ size_t bench_rss(void)
 {
     char buf[128];
     int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
+    if (fd < 0)
+        return 0;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0) return 0;
+    if (n <= 0)
+        return 0;
     buf[n] = '\0';
     /* Fields: size resident shared text lib data dt (pages). */
     const char *p = strchr(buf, ' ');
-    if (!p) return 0;
+    if (!p)
+        return 0;
     return (size_t)strtoul(p + 1, NULL, 10) * (size_t)sysconf(_SC_PAGESIZE);
 }
 
@@ -257,21 +274,25 @@ uint64_t bench_rng_next(struct bench_rng *rng)
 
 void *bench_map(size_t bytes)
 {
-    if (bytes == 0) bytes = 1;
+    if (bytes == 0)
+        bytes = 1;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) bench_fail("mmap of %zu bytes for bookkeeping failed", bytes);
+    if (p == MAP_FAILED)
+        bench_fail("mmap of %zu bytes for bookkeeping failed", bytes);
     return p;
 }
 
 void bench_unmap(void *p, size_t bytes)
 {
-    if (p) munmap(p, bytes ? bytes : 1);
+    if (p)
+        munmap(p, bytes ? bytes : 1);
 }
 
 uint32_t *bench_sizes_fisher(size_t count, uint32_t min, uint32_t max, uint32_t step,
                              struct bench_rng *rng)
 {
-    if (step == 0 || max < min) bench_fail("bad size range %u..%u step %u", min, max, step);
+    if (step == 0 || max < min)
+        bench_fail("bad size range %u..%u step %u", min, max, step);
     uint32_t *sizes = bench_map(count * sizeof *sizes);
     uint32_t kinds = (max - min) / step + 1;
     for (size_t i = 0; i < count; i++)
@@ -303,10 +324,12 @@ void bench_tag_write(void *block, size_t size, uint64_t tag)
 bool bench_tag_ok(const void *block, size_t size, uint64_t tag)
 {
     const unsigned char *b = block;
-    if (memcmp(b, &tag, size < 8 ? size : 8) != 0) return false;
+    if (memcmp(b, &tag, size < 8 ? size : 8) != 0)
+        return false;
     if (size >= 16) {
         uint64_t tail = ~tag;
-        if (memcmp(b + size - 8, &tail, 8) != 0) return false;
+        if (memcmp(b + size - 8, &tail, 8) != 0)
+            return false;
     }
     return true;
 }
@@ -324,7 +347,8 @@ void bench_tag_check(const void *block, size_t size, uint64_t tag, const char *w
 
 void bench_check_ptr(const void *p, size_t size, const char *what)
 {
-    if (!p) bench_fail("%s: malloc(%zu) returned NULL", what, size);
+    if (!p)
+        bench_fail("%s: malloc(%zu) returned NULL", what, size);
     if (size >= 8 && ((uintptr_t)p & 7) != 0)
         bench_fail("%s: malloc(%zu) returned misaligned %p", what, size, p);
 }

@@ -67,13 +67,15 @@ int main(int argc, char **argv)
         BENCH_END,
     };
     bench_parse(argc, argv, "fastpath", "N x { malloc(size); free; } single-threaded", opts);
-    if (n < 0 || size < 1) bench_fail("need n >= 0 and size >= 1");
+    if (n < 0 || size < 1)
+        bench_fail("need n >= 0 and size >= 1");
 
     check_batch((size_t)size);
     double t0 = bench_now();
     long nulls = empty ? empty_pairs(n, (size_t)size) : pairs(n, (size_t)size);
     double t1 = bench_now();
-    if (nulls != 0) bench_fail("malloc(%ld) returned NULL %ld times", size, nulls);
+    if (nulls != 0)
+        bench_fail("malloc(%ld) returned NULL %ld times", size, nulls);
     check_batch((size_t)size);
 
     double secs = t1 - t0;

@@ -72,11 +72,13 @@ static void worker(int tid, void *arg)
         long slot = (long)bench_rng_below(&rng, (uint64_t)cfg.slots);
         /* acq_rel: take ownership of the old block, publish the new one */
         struct header *old = atomic_exchange_explicit(&cfg.slot[slot], NULL, memory_order_acq_rel);
-        if (old) drop_block(old, slot);
+        if (old)
+            drop_block(old, slot);
         size_t size = cfg.min + (size_t)bench_rng_below(&rng, cfg.max - cfg.min + 1);
         struct header *fresh = make_block(size, slot, ((uint64_t)tid << 32) | (uint64_t)i);
         old = atomic_exchange_explicit(&cfg.slot[slot], fresh, memory_order_acq_rel);
-        if (old) drop_block(old, slot);
+        if (old)
+            drop_block(old, slot);
     }
 }
 
@@ -106,7 +108,8 @@ int main(int argc, char **argv)
 
     for (long s = 0; s < slots; s++) {
         struct header *h = atomic_load(&cfg.slot[s]);
-        if (h) drop_block(h, s);
+        if (h)
+            drop_block(h, s);
     }
     long allocated = cfg.per_thread * threads;
     if (atomic_load(&cfg.freed) != allocated)

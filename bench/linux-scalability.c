@@ -46,7 +46,8 @@ int main(int argc, char **argv)
     };
     bench_parse(argc, argv, "linux-scalability",
                 "each thread: n x malloc(size), then free them in allocation order", opts);
-    if (threads < 1 || n < 1 || size < 1) bench_fail("need threads, n and size >= 1");
+    if (threads < 1 || n < 1 || size < 1)
+        bench_fail("need threads, n and size >= 1");
     struct ctx c = {.n = n, .size = (size_t)size};
     double secs = bench_run_threads((int)threads, worker, &c);
     bench_result((int)threads, "n=%ld size=%ld seconds=%.9f mops=%.3f", n, size, secs,

@@ -147,14 +147,17 @@ static void producer(int tid, void *arg)
 static void write_series(const char *path)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) bench_fail("cannot write %s", path);
+    if (fd < 0)
+        bench_fail("cannot write %s", path);
     char line[128];
     int len = snprintf(line, sizeof line, "# seconds\trss_bytes\trequested_bytes\n");
-    if (write(fd, line, (size_t)len) != len) bench_fail("write to %s failed", path);
+    if (write(fd, line, (size_t)len) != len)
+        bench_fail("write to %s failed", path);
     for (long i = 0; i < cfg.nsamples; i++) {
         const struct sample *s = &cfg.samples[i];
         len = snprintf(line, sizeof line, "%.6f\t%zu\t%zu\n", s->seconds, s->rss, s->requested);
-        if (write(fd, line, (size_t)len) != len) bench_fail("write to %s failed", path);
+        if (write(fd, line, (size_t)len) != len)
+            bench_fail("write to %s failed", path);
     }
     close(fd);
 }
@@ -214,8 +217,10 @@ int main(int argc, char **argv)
 
     size_t peak_rss = 0, peak_req = 0, allocated = 0, freed = 0;
     for (long i = 0; i < cfg.nsamples; i++) {
-        if (cfg.samples[i].rss > peak_rss) peak_rss = cfg.samples[i].rss;
-        if (cfg.samples[i].requested > peak_req) peak_req = cfg.samples[i].requested;
+        if (cfg.samples[i].rss > peak_rss)
+            peak_rss = cfg.samples[i].rss;
+        if (cfg.samples[i].requested > peak_req)
+            peak_req = cfg.samples[i].requested;
     }
     for (long i = 0; i < npairs; i++) {
         allocated += atomic_load(&cfg.pairs[i].bytes_allocated);
@@ -223,8 +228,10 @@ int main(int argc, char **argv)
         bench_unmap(cfg.pairs[i].blocks, (size_t)n * sizeof(void *));
         bench_sizes_release(cfg.pairs[i].sizes, (size_t)n);
     }
-    if (allocated != freed) bench_fail("allocated %zu bytes but freed %zu", allocated, freed);
-    if (series) write_series(series);
+    if (allocated != freed)
+        bench_fail("allocated %zu bytes but freed %zu", allocated, freed);
+    if (series)
+        write_series(series);
     const double mib = 1024.0 * 1024.0;
     size_t final_rss = cfg.samples[cfg.nsamples - 1].rss;
     bench_result((int)threads,

@@ -125,7 +125,8 @@ static void realloc_slot(struct worker *w, int tid, struct slot *s, size_t size)
         memcpy(&tail, (char *)p + old - 8, 8);
         kept = tail == ~s->tag;
     }
-    if (!kept) bench_fail("realloc(%zu -> %zu) to %p lost the block's contents", old, size, p);
+    if (!kept)
+        bench_fail("realloc(%zu -> %zu) to %p lost the block's contents", old, size, p);
     uint64_t tag = bench_tag((uint64_t)tid, ++w->serial);
     bench_tag_write(p, size, tag);
     *s = (struct slot){.block = p, .tag = tag, .size = (uint32_t)size};
@@ -165,16 +166,20 @@ static void handoff_step(struct worker *w, int tid, struct bench_rng *rng)
     long to = tid;
     if (cfg.threads > 1) {
         to = (long)bench_rng_below(rng, (uint64_t)cfg.threads - 1);
-        if (to >= tid) to++;
+        if (to >= tid)
+            to++;
         /* relaxed: a receiver that finishes meanwhile leaves the block to main's cleanup */
         for (long tries = 0; atomic_load_explicit(&cfg.workers[to].done, memory_order_relaxed);) {
-            if (++tries == cfg.threads - 1) return; /* everybody else has finished */
+            if (++tries == cfg.threads - 1)
+                return; /* everybody else has finished */
             to = (to + 1) % cfg.threads;
-            if (to == tid) to = (to + 1) % cfg.threads;
+            if (to == tid)
+                to = (to + 1) % cfg.threads;
         }
     }
     size_t size = band_size(rng, SMALL_BITS_LO, cfg.handoff_bits);
-    if (size < HANDOFF_MIN) size = HANDOFF_MIN;
+    if (size < HANDOFF_MIN)
+        size = HANDOFF_MIN;
     struct header *h = malloc(size);
     bench_check_ptr(h, size, "malloc");
     w->mallocs++;
@@ -293,7 +298,8 @@ int main(int argc, char **argv)
     for (long t = 0; t < threads; t++)
         free_received(&cleaner, atomic_load(&cfg.workers[t].inbox), t);
     frees += cleaner.frees;
-    if (mallocs != frees) bench_fail("allocated %ld blocks but freed %ld", mallocs, frees);
+    if (mallocs != frees)
+        bench_fail("allocated %ld blocks but freed %ld", mallocs, frees);
     bench_unmap(all_slots, slot_bytes);
     bench_unmap(cfg.workers, worker_bytes);
     bench_result(

@@ -113,12 +113,14 @@ static void worker(int tid, void *arg)
     uint64_t *tags = bench_map(tag_bytes);
     for (int c = 0; c < NCHAINS; c++) {
         const struct chain *ch = &chains[c];
-        if (ch->steps[0] == REALLOC || ch->steps[0] == FREE) apply(w, MALLOC, tid, tags);
+        if (ch->steps[0] == REALLOC || ch->steps[0] == FREE)
+            apply(w, MALLOC, tid, tags);
         pthread_barrier_wait(&cfg.phase); /* clock starts */
         for (int s = 0; s < ch->length; s++)
             apply(w, ch->steps[s], tid, tags);
         pthread_barrier_wait(&cfg.phase); /* clock stops */
-        if (ch->steps[ch->length - 1] != FREE) apply(w, FREE, tid, tags);
+        if (ch->steps[ch->length - 1] != FREE)
+            apply(w, FREE, tid, tags);
     }
     bench_unmap(tags, tag_bytes);
 }
@@ -175,7 +177,8 @@ int main(int argc, char **argv)
     for (long t = 0; t < threads; t++) {
         struct worker_state *w = &cfg.workers[t];
         for (long i = 0; i < n; i++)
-            if (w->blocks[i]) bench_fail("worker %ld object %ld was not freed", t, i);
+            if (w->blocks[i])
+                bench_fail("worker %ld object %ld was not freed", t, i);
         bench_unmap(w->blocks, (size_t)n * sizeof(void *));
         bench_unmap(w->size_now, (size_t)n * sizeof(uint32_t));
         bench_sizes_release(w->sizes, (size_t)n);

@@ -42,7 +42,8 @@ static void lock(struct spinbuddy *b)
 {
     for (;;) {
         /* acquire: the critical section sees the previous holder's writes. */
-        if (!atomic_exchange_explicit(&b->lock, true, memory_order_acquire)) return;
+        if (!atomic_exchange_explicit(&b->lock, true, memory_order_acquire))
+            return;
         while (atomic_load_explicit(&b->lock, memory_order_relaxed))
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
@@ -64,15 +65,18 @@ static unsigned level_of(uint64_t n)
 
 struct spinbuddy *spinbuddy_create(size_t size, size_t min_chunk, size_t max_chunk)
 {
-    if (!max_chunk) max_chunk = size;
+    if (!max_chunk)
+        max_chunk = size;
     unsigned size_shift = (unsigned)__builtin_ctzll(size);
     unsigned min_shift = (unsigned)__builtin_ctzll(min_chunk);
     unsigned depth = size_shift - min_shift;
-    if (depth > MAX_DEPTH) return NULL;
+    if (depth > MAX_DEPTH)
+        return NULL;
     size_t meta = 4096 + ((size_t)2 << depth) + ((size_t)1 << depth);
     meta = (meta + 4095) & ~(size_t)4095;
     char *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) return NULL;
+    if (m == MAP_FAILED)
+        return NULL;
     char *raw = mmap(NULL, 2 * size, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED) {
@@ -80,7 +84,8 @@ struct spinbuddy *spinbuddy_create(size_t size, size_t min_chunk, size_t max_chu
         return NULL;
     }
     char *base = (char *)(((uintptr_t)raw + size - 1) & ~(uintptr_t)(size - 1));
-    if (base > raw) munmap(raw, (size_t)(base - raw));
+    if (base > raw)
+        munmap(raw, (size_t)(base - raw));
     munmap(base + size, size - (size_t)(base - raw));
     struct spinbuddy *b = (struct spinbuddy *)m;
     b->base = base;
@@ -105,9 +110,11 @@ void spinbuddy_destroy(struct spinbuddy *b)
 /* Takes node n if it and its ancestors allow it: 0 on success, else the node in the way. */
 static uint64_t take(struct spinbuddy *b, uint64_t n)
 {
-    if (b->tree[n]) return n;
+    if (b->tree[n])
+        return n;
     for (uint64_t a = n >> 1; a && level_of(a) >= b->base_level; a >>= 1)
-        if (b->tree[a] & OCC) return a;
+        if (b->tree[a] & OCC)
+            return a;
     b->tree[n] = BUSY;
     for (uint64_t c = n; level_of(c) > b->base_level; c >>= 1)
         b->tree[c >> 1] |= (uint8_t)(OCC_LEFT >> (c & 1));
@@ -118,7 +125,8 @@ static uint64_t scan(struct spinbuddy *b, unsigned level, uint64_t lo, uint64_t 
 {
     for (uint64_t i = lo; i < hi;) {
         uint64_t in_the_way = take(b, i);
-        if (!in_the_way) return i;
+        if (!in_the_way)
+            return i;
         i = (in_the_way + 1) << (level - level_of(in_the_way));
     }
     return 0;
@@ -126,7 +134,8 @@ static uint64_t scan(struct spinbuddy *b, unsigned level, uint64_t lo, uint64_t 
 
 void *spinbuddy_alloc(struct spinbuddy *b, size_t bytes)
 {
-    if (bytes > (b->size >> b->base_level)) return NULL;
+    if (bytes > (b->size >> b->base_level))
+        return NULL;
     unsigned shift = bytes <= ((size_t)1 << b->min_shift)
                          ? b->min_shift
                          : 64u - (unsigned)__builtin_clzll(bytes - 1);
@@ -140,10 +149,13 @@ void *spinbuddy_alloc(struct spinbuddy *b, size_t bytes)
     uint64_t start = hints.node[level] ? hints.node[level] : first;
     lock(b);
     uint64_t n = scan(b, level, start, end);
-    if (!n && start > first) n = scan(b, level, first, start);
-    if (n) b->index[((n - first) << shift) >> b->min_shift] = (uint8_t)(level + 1);
+    if (!n && start > first)
+        n = scan(b, level, first, start);
+    if (n)
+        b->index[((n - first) << shift) >> b->min_shift] = (uint8_t)(level + 1);
     unlock(b);
-    if (!n) return NULL;
+    if (!n)
+        return NULL;
     hints.node[level] = n + 1 < end ? (uint32_t)(n + 1) : 0;
     return b->base + ((n - first) << shift);
 }
@@ -160,7 +172,8 @@ void spinbuddy_free(struct spinbuddy *b, void *p)
     for (uint64_t c = n; level_of(c) > b->base_level; c >>= 1) {
         uint8_t *parent = &b->tree[c >> 1];
         *parent &= (uint8_t) ~(OCC_LEFT >> (c & 1));
-        if (*parent & (OCC_RIGHT << (c & 1))) break; /* the buddy is in use: no merge above */
+        if (*parent & (OCC_RIGHT << (c & 1)))
+            break; /* the buddy is in use: no merge above */
     }
     unlock(b);
     hints.node[level] = (uint32_t)n;

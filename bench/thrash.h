@@ -28,7 +28,8 @@ static inline void thrash_object(void *block, size_t size, long rw, uint64_t own
     size_t k = 0;
     for (long j = 0; j < rw; j++) {
         b[k] = (unsigned char)(b[k] + 1);
-        if (++k == size) k = 0;
+        if (++k == size)
+            k = 0;
     }
     long full = rw / (long)size, rest = rw % (long)size;
     for (k = 0; k < size; k++) {

@@ -69,7 +69,8 @@ static void lane_main(int tid, void *arg)
         pthread_t t;
         bench_thread_create(&t, NULL, short_thread, l);
         pthread_join(t, NULL);
-        if (tid == 0 && k == cfg.per_lane / 10) cfg.rss_early = bench_rss();
+        if (tid == 0 && k == cfg.per_lane / 10)
+            cfg.rss_early = bench_rss();
     }
 }
 

@@ -4,11 +4,11 @@
 #   build/bench/backend                            `make bench-backend`
 TEST_BINS += $(BUILD)/t/test_buddy $(BUILD)/t-tsan/test_buddy $(BUILD)/t-asan/test_buddy
 
-BENCH_CFLAGS := $(CSTD) $(WARN) -O2 -g -Iinclude -Isrc -Ibench -pthread
+BACKEND_BENCH_CFLAGS := $(CSTD) $(WARN) -O2 -g -Iinclude -Isrc -Ibench -pthread
 $(BUILD)/bench/backend: bench/backend.c bench/spinbuddy.c bench/spinbuddy.h \
                         $(BUILD)/liblfheap-prefix.a
 	@mkdir -p $(@D)
-	$(CC) $(BENCH_CFLAGS) bench/backend.c bench/spinbuddy.c -o $@ $(BUILD)/liblfheap-prefix.a -lm
+	$(CC) $(BACKEND_BENCH_CFLAGS) bench/backend.c bench/spinbuddy.c -o $@ $(BUILD)/liblfheap-prefix.a -lm
 
 .PHONY: bench-backend
 bench-backend: $(BUILD)/bench/backend

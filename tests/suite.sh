@@ -29,3 +29,18 @@ run() {
         fail "$name" "exit status $status"
     fi
 }
+
+# fixed_directory TOP: creates TOP/dir, whose entries (files of many sizes, some private, a
+# symbolic link, a directory) and TOP itself have fixed sizes, modes and times, for
+# comparing a listing on lfheap with one on glibc.
+fixed_directory() {
+    local dir=$1/dir i
+    mkdir -p "$dir/subdir"
+    for i in $(seq 1 300); do
+        head -c $((i * 7919 % 20000)) /dev/zero > "$dir/file-$i"
+        [ $((i % 7)) = 0 ] && chmod 600 "$dir/file-$i"
+        touch -d "@$((981173106 + i * 3607))" "$dir/file-$i"
+    done
+    ln -s file-1 "$dir/link"
+    touch -h -d @981173106 "$dir/link" "$dir/subdir" "$dir" "$1"
+}

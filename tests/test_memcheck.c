@@ -4,6 +4,8 @@
  * lfheap's own malloc and free through its client requests, not a replacement
  * allocator. Each error is made once, on purpose; the program itself succeeds.
  */
+#include "testutil.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +59,10 @@ int main(void)
     memcpy(grow, "abcdefg", 8);
     for (size_t n = 16; n <= 70000; n *= 3) {
         grow = realloc(grow, n);
-        if (strcmp(grow, "abcdefg") != 0)
-            return 1;
+        REQUIRE(grow);
+        CHECK(strcmp(grow, "abcdefg") == 0);
     }
     free(grow);
     puts("done");
-    return 0;
+    return test_exit_status();
 }

@@ -24,6 +24,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -393,7 +394,23 @@ struct stress_result {
     double seconds;
 };
 
-/* Runs one variant until `target` signals were handled or `limit` seconds passed. */
+/* What a variant must have seen: `target` signals handled, enough of them inside lfheap
+ * to have tried the dangerous case many times over (valgrind delivers signals where its
+ * scheduler looks for them, not at any instruction: there the run only has to be clean),
+ * and for the nested variant handlers interrupted by handlers. How fast these come
+ * depends on the machine's load and on valgrind, so a variant runs until it has them. */
+static bool stress_saw_enough(enum install how, uint64_t target, uint64_t handled_now,
+                              uint64_t inside, uint64_t nested, unsigned depth)
+{
+    if (handled_now < target)
+        return false;
+    if (!RUNNING_ON_VALGRIND && (inside < handled_now / 100 || inside < 50))
+        return false;
+    return how != INSTALL_NESTED || (nested >= 50 && depth >= 2);
+}
+
+/* Runs one variant until it saw enough (above), or for `limit` seconds: a bound that only
+ * a run in which the events truly stopped happening reaches. */
 static struct stress_result stress(enum install how, uint64_t target, double limit)
 {
     atomic_store(&handled, 0);
@@ -418,7 +435,9 @@ static struct stress_result stress(enum install how, uint64_t target, double lim
     timers[0] = start_timer(atomic_load(&worker_tid), SIGUSR1, count == 2 ? 250000 : 60000);
     if (count == 2)
         timers[1] = start_timer(atomic_load(&worker_tid), SIGUSR2, 37000);
-    while (atomic_load(&handled) < target && now_s() - start < limit)
+    while (!stress_saw_enough(how, target, atomic_load(&handled), landed_inside() - inside_before,
+                              atomic_load(&nested_deliveries), atomic_load(&deepest)) &&
+           now_s() - start < limit)
         usleep(2000);
     for (unsigned i = 0; i < count; i++)
         timer_delete(timers[i]);
@@ -440,7 +459,8 @@ static void check_stress(enum install how)
     atomic_store(&handler_errors, 0);
     atomic_store(&worker_errors, 0);
     atomic_store(&arity_errors, 0);
-    struct stress_result r = stress(how, signals_per_variant, 180.0);
+    /* A thousand signals a second at the least (the timers send 4,000 to 27,000). */
+    struct stress_result r = stress(how, signals_per_variant, 180.0 + 1e-3 * signals_per_variant);
     printf("  %s: %llu signals handled in %.1f s, %llu inside lfheap, %llu worker operations, "
            "%llu nested (depth %u)\n",
            install_names[how], (unsigned long long)r.handled, r.seconds,
@@ -449,14 +469,7 @@ static void check_stress(enum install how)
     CHECK(atomic_load(&handler_errors) == 0);
     CHECK(atomic_load(&worker_errors) == 0);
     CHECK(atomic_load(&arity_errors) == 0);
-    /* Enough signals, and enough of them inside lfheap, to have tried the dangerous case
-     * many times over. (valgrind delivers signals where its scheduler looks for them, not
-     * at any instruction: there the run only has to be clean.) */
-    CHECK(r.handled >= signals_per_variant / 2);
-    if (!RUNNING_ON_VALGRIND)
-        CHECK(r.inside >= r.handled / 100 && r.inside >= 50);
-    if (how == INSTALL_NESTED)
-        CHECK(r.nested >= 50 && r.deepest >= 2);
+    CHECK(stress_saw_enough(how, signals_per_variant, r.handled, r.inside, r.nested, r.deepest));
 }
 
 static void signals_interrupting_siginfo_handler(void)
@@ -769,13 +782,22 @@ static void *bystander_main(void *arg)
     return NULL;
 }
 
-/* Runs doomed threads one at a time until they leave through the handler; returns how
- * many did (the rest were not interrupted inside lfheap in time and were cancelled). */
+/* The bound on a group of `count` doomed threads: each is caught in milliseconds when the
+ * machine is idle, so only a run where they never are reaches it. */
+#define DOOMED_SECONDS(count) (120.0 + 2.0 * (count))
+
+/* Runs doomed threads one at a time until `count` of them have left through the handler,
+ * or until DOOMED_SECONDS(count) have passed; returns how many left. How soon a signal
+ * catches a thread inside lfheap (or in a slow path) depends on the machine's load and on
+ * valgrind, so a thread gets signals until it leaves: only the time limit, which a run
+ * whose signals truly stopped landing inside lfheap reaches, stops one still running. */
 static unsigned run_doomed(unsigned count, int slow_only, int survive)
 {
+    double limit = DOOMED_SECONDS(count);
     unsigned left = 0;
+    double start = now_s();
     atomic_store(&kill_slow_only, slow_only);
-    for (unsigned i = 0; i < count; i++) {
+    while (left < count && now_s() - start < limit) {
         atomic_store(&doomed_running, 0);
         atomic_store(&jumped, 0);
         atomic_store(&left_handler, 0);
@@ -785,14 +807,14 @@ static unsigned run_doomed(unsigned count, int slow_only, int survive)
             sched_yield();
         struct lfh_signal_counters c = counters();
         atomic_store(&kill_baseline, slow_only ? c.in_slow_path : c.in_code + c.in_slow_path);
-        double start = now_s();
         int done = 0;
-        while (!done && now_s() - start < 2.0) {
-            int err = pthread_kill(t, SIGUSR1);
-            if (err == ESRCH)
-                break;
-            /* Done once the thread is gone (pthread_tryjoin_np does not wait). */
-            done = pthread_tryjoin_np(t, NULL) == 0;
+        while (!done && now_s() - start < limit) {
+            /* Done once the thread is gone (pthread_tryjoin_np does not wait; a thread that
+             * has exited but is not joined yet makes pthread_kill fail with ESRCH). */
+            if (pthread_kill(t, SIGUSR1) == ESRCH)
+                done = pthread_join(t, NULL) == 0;
+            else
+                done = pthread_tryjoin_np(t, NULL) == 0;
             if (!done)
                 usleep(50);
         }
@@ -857,8 +879,9 @@ static void killed_threads_leave_the_process_working(void)
            (unsigned long long)abandoned, (unsigned long long)blocks,
            (unsigned long long)(bytes / 1024), rss_before, rss_after);
     CHECK(atomic_load(&worker_errors) == 0);
-    /* Most threads were caught inside lfheap in time. */
-    CHECK(anywhere >= threads_to_kill / 4 && slow >= threads_to_kill / 4 && jumps >= 1);
+    /* Every thread was caught inside lfheap (in a slow path, for the second group). */
+    CHECK(anywhere == threads_to_kill / 2 && slow == threads_to_kill / 2 &&
+          jumps == threads_to_kill / 10 + 1);
     /* Every one of them was found hidden at its exit, and accounted for. */
     CHECK(reclaimed + abandoned == anywhere + slow + jumps);
     CHECK(abandoned >= slow / 2);

@@ -56,4 +56,36 @@ static inline int test_exit_status(void)
     return test_failures ? 1 : 0;
 }
 
+#ifdef TEST_PLAIN
+/* A plain program calls the standard names and is run with lfheap preloaded (or linked
+ * with it, build/t-linked). A preload that does not load (a wrong path) only makes the
+ * dynamic linker print a warning: the program would then test glibc's malloc and pass.
+ * So before main it asks lfheap about a block from the program's own malloc:
+ * lfh_malloc_usable_size, which only lfheap defines, answers 0 for a block lfheap did not
+ * hand out. A run that means to use another allocator says so with TEST_ON_GLIBC=1. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+size_t lfh_malloc_usable_size(void *ptr) __attribute__((weak));
+#ifdef __cplusplus
+}
+#endif
+
+__attribute__((constructor)) static void test_require_lfheap(void)
+{
+    if (getenv("TEST_ON_GLIBC"))
+        return;
+    void *block = malloc(24);
+    size_t usable = block && lfh_malloc_usable_size ? lfh_malloc_usable_size(block) : 0;
+    free(block);
+    if (usable < 24) {
+        const char *preload = getenv("LD_PRELOAD");
+        printf("FAIL lfheap-is-the-allocator: %s (LD_PRELOAD=%s)\n",
+               lfh_malloc_usable_size ? "malloc's blocks are not lfheap's" : "lfheap is not loaded",
+               preload ? preload : "");
+        exit(1);
+    }
+}
+#endif
+
 #endif

@@ -33,23 +33,79 @@ if [ "$(ulimit -v)" = unlimited ] && [ "$(cat /proc/sys/vm/overcommit_memory)" !
 else
     echo "SKIP address-space: needs ulimit -v unlimited and vm.overcommit_memory 0 or 1"
 fi
+# Every plain test program fails when lfheap is not its allocator (tests/testutil.h): a
+# preload that does not load only makes the dynamic linker warn, and the program would
+# otherwise pass on glibc's malloc.
+for prog in build/t-plain/*; do
+    # The misuse collection runs under every allocator on purpose (tests/misuse.sh).
+    [ "$(basename "$prog")" = misuse ] && continue
+    out=$(LD_PRELOAD=/nonexistent timeout 60 "$prog" 2>&1)
+    status=$?
+    if [ "$status" -ne 0 ] && printf '%s\n' "$out" | grep -q '^FAIL lfheap-is-the-allocator: '; then
+        pass "without-lfheap-fails-$(basename "$prog")"
+    else
+        fail "without-lfheap-fails-$(basename "$prog")" "exit status $status: $(printf '%s\n' "$out" | head -3)"
+    fi
+done
 
-# Real programs: their output must match the output they give on glibc's allocator.
+# Real programs: their output must be byte for byte the one they give on glibc's
+# allocator. A preload that does not load only makes the dynamic linker warn, so the
+# linker's record of the symbols it bound (LD_DEBUG=bindings) must show that the
+# programs' malloc was lfheap's.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# on_lfheap NAME PROCESSES COMMAND...: runs the command with lfheap preloaded, its output
+# in $tmp/NAME.lfheap; a FAIL unless malloc was bound to lfheap in at least PROCESSES of
+# the run's processes.
+on_lfheap() {
+    local name=$1 processes=$2 bound
+    shift 2
+    mkdir "$tmp/$name.ld"
+    timeout 300 env LD_DEBUG=bindings LD_DEBUG_OUTPUT="$tmp/$name.ld/pid" LD_PRELOAD="$lib" \
+        "$@" > "$tmp/$name.lfheap" 2> "$tmp/$name.err"
+    bound=$(grep -l "to $lib \[0\]: normal symbol \`malloc'" "$tmp/$name.ld"/pid.* | wc -l)
+    if [ "$bound" -lt "$processes" ]; then
+        fail "$name" "malloc bound to lfheap in $bound of $processes processes: $(head -c 300 "$tmp/$name.err")"
+        return 1
+    fi
+}
+# same NAME GLIBC LFHEAP: the two files are identical.
+same() {
+    if cmp -s "$2" "$3"; then
+        pass "$1"
+    else
+        fail "$1" "$(cmp "$2" "$3" 2>&1 | head -1)"
+    fi
+}
 py='import json, random
 random.seed(7)
 d = {str(i): [random.random() for _ in range(i % 50)] for i in range(30000)}
 s = json.dumps(d, sort_keys=True)
-print(len(s), sum(len(v) for v in json.loads(s).values()))'
-expected=$(PYTHONMALLOC=malloc python3 -c "$py")
-run python3-preloaded bash -c '[ "$(PYTHONMALLOC=malloc LD_PRELOAD='"$lib"' python3 -c "$1")" = "$2" ]' _ "$py" "$expected"
+print(len(s), sum(len(v) for v in json.loads(s).values()))
+print(s[:20000])'
+PYTHONMALLOC=malloc python3 -c "$py" > "$tmp/python3.glibc"
+on_lfheap python3-preloaded 1 env PYTHONMALLOC=malloc python3 -c "$py" &&
+    same python3-preloaded "$tmp/python3.glibc" "$tmp/python3-preloaded.lfheap"
 seq 200000 | awk '{print ($1 * 7919) % 100003 " line " $1}' > "$tmp/lines"
-sort "$tmp/lines" > "$tmp/sorted.glibc"
-run sort-preloaded bash -c "LD_PRELOAD=$lib sort $tmp/lines > $tmp/sorted.lfheap && cmp -s $tmp/sorted.glibc $tmp/sorted.lfheap"
-run ls-preloaded bash -c "[ \"\$(LD_PRELOAD=$lib ls -la /usr/lib | wc -l)\" = \"\$(ls -la /usr/lib | wc -l)\" ]"
+sort "$tmp/lines" > "$tmp/sort.glibc"
+on_lfheap sort-preloaded 1 sort "$tmp/lines" &&
+    same sort-preloaded "$tmp/sort.glibc" "$tmp/sort-preloaded.lfheap"
+fixed_directory "$tmp/ls"
+LC_ALL=C TZ=UTC ls -la "$tmp/ls/dir" > "$tmp/ls.glibc"
+on_lfheap ls-preloaded 1 env LC_ALL=C TZ=UTC ls -la "$tmp/ls/dir" &&
+    same ls-preloaded "$tmp/ls.glibc" "$tmp/ls-preloaded.lfheap"
+# The compiler: one of lfheap's own sources compiled with -O2 to an object file (gcc, cc1
+# and as on lfheap), and a program linked (collect2 and ld too): without -g nothing in
+# their output depends on the run, so each must be identical to glibc's.
+mkdir "$tmp/glibc" "$tmp/lfheap"
+cflags=(-std=gnu11 -D_GNU_SOURCE -O2 -Iinclude -Isrc -c src/heap.c)
+cc "${cflags[@]}" -o "$tmp/glibc/heap.o"
+on_lfheap cc-preloaded 3 cc "${cflags[@]}" -o "$tmp/lfheap/heap.o" &&
+    same cc-preloaded "$tmp/glibc/heap.o" "$tmp/lfheap/heap.o"
 printf 'int main(void){return 42;}\n' > "$tmp/prog.c"
-run cc-preloaded bash -c "LD_PRELOAD=$lib cc -O2 -o $tmp/prog $tmp/prog.c; $tmp/prog; [ \$? = 42 ]"
+cc -O2 -o "$tmp/glibc/prog" "$tmp/prog.c"
+on_lfheap cc-link-preloaded 5 cc -O2 -o "$tmp/lfheap/prog" "$tmp/prog.c" &&
+    same cc-link-preloaded "$tmp/glibc/prog" "$tmp/lfheap/prog"
 # A small program under a 1 GiB address-space limit: no absurd reservations.
 run ulimit-v bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_api"
 # ...and under 128 MiB: an arena (64 MiB, aligned to its size) is mapped where the kernel
