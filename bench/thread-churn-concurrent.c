@@ -17,7 +17,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#define CLASSES 30
+#define CLASSES    30
+#define MAX_BLOCKS 1024
 
 struct slot {
     void *block; /* left by a thread of an earlier round */
@@ -43,10 +44,10 @@ static void *churner(void *arg)
     struct slot *slot = &cfg.slots[id % (uint64_t)cfg.threads];
     struct bench_rng rng;
     bench_rng_seed(&rng, id);
-    void **blocks = malloc((size_t)cfg.blocks * sizeof *blocks);
-    size_t *sizes = malloc((size_t)cfg.blocks * sizeof *sizes);
-    bench_check_ptr(blocks, (size_t)cfg.blocks * sizeof *blocks, "malloc");
-    bench_check_ptr(sizes, (size_t)cfg.blocks * sizeof *sizes, "malloc");
+    /* The bookkeeping stays out of the allocator under test (on the stack), so that a
+     * corrupting allocator is caught by the tags, not by a crash on a damaged pointer. */
+    void *blocks[MAX_BLOCKS];
+    size_t sizes[MAX_BLOCKS];
     pthread_barrier_wait(&cfg.start);
     for (long i = 0; i < cfg.blocks; i++) {
         sizes[i] = class_size(bench_rng_below(&rng, CLASSES));
@@ -66,8 +67,6 @@ static void *churner(void *arg)
     slot->block = blocks[0];
     slot->size = sizes[0];
     slot->tag = bench_tag(id, 0);
-    free(sizes);
-    free(blocks);
     atomic_fetch_add_explicit(&cfg.ran, 1, memory_order_relaxed);
     return NULL;
 }
@@ -84,8 +83,8 @@ int main(int argc, char **argv)
     };
     bench_parse(argc, argv, "thread-churn-concurrent",
                 "rounds of many threads alive at once, each handing one block on", opts);
-    if (threads < 1 || rounds < 1 || blocks < 1 || settle_ms < 0)
-        bench_fail("need threads, rounds, blocks >= 1 and settle_ms >= 0");
+    if (threads < 1 || rounds < 1 || blocks < 1 || blocks > MAX_BLOCKS || settle_ms < 0)
+        bench_fail("need threads, rounds >= 1, blocks from 1 to %d and settle_ms >= 0", MAX_BLOCKS);
     cfg.threads = threads;
     cfg.blocks = blocks;
     size_t slot_bytes = (size_t)threads * sizeof(struct slot);
