@@ -67,7 +67,7 @@ static void thread_churn_keeps_rss_flat(void)
 
 /* Concurrent churn: rounds of many threads alive at once, each allocating blocks of
  * thirty size classes, freeing them but one, and handing that one to a later thread. */
-enum { CONCURRENT_THREADS = 400, CONCURRENT_BLOCKS = 100, CONCURRENT_SLOTS = 512 };
+enum { CONCURRENT_THREADS_MAX = 400, CONCURRENT_BLOCKS = 100, CONCURRENT_SLOTS = 512 };
 static pthread_barrier_t concurrent_start;
 static _Atomic(uint64_t *) concurrent_slots[CONCURRENT_SLOTS];
 static _Atomic long concurrent_bad;
@@ -105,9 +105,10 @@ static void *concurrent_worker(void *arg)
     return NULL;
 }
 
-/* Rounds of the concurrent churn, once the footprint is measured after a few: the first
- * argument scales it down (valgrind). */
+/* Rounds and threads of the concurrent churn (RSS is measured after a few rounds): the
+ * first argument scales them down (valgrind runs threads one at a time). */
 static int concurrent_rounds = 40;
+static int concurrent_threads = CONCURRENT_THREADS_MAX;
 
 /* The caches of exited threads wait for new threads in 64 orphan slots; with hundreds of
  * threads exiting at once, orphans kept every freed block they held, and through them
@@ -116,15 +117,15 @@ static int concurrent_rounds = 40;
  * intact wherever they were handed on. */
 static void concurrent_thread_churn_keeps_rss_flat(void)
 {
-    static pthread_t threads[CONCURRENT_THREADS];
+    static pthread_t threads[CONCURRENT_THREADS_MAX];
     long after_warmup = 0;
     for (int round = 0; round < concurrent_rounds; round++) {
-        REQUIRE(pthread_barrier_init(&concurrent_start, NULL, CONCURRENT_THREADS) == 0);
-        for (int i = 0; i < CONCURRENT_THREADS; i++) {
-            uintptr_t id = (uintptr_t)round * CONCURRENT_THREADS + (uintptr_t)i + 1;
+        REQUIRE(pthread_barrier_init(&concurrent_start, NULL, (unsigned)concurrent_threads) == 0);
+        for (int i = 0; i < concurrent_threads; i++) {
+            uintptr_t id = (uintptr_t)round * (uintptr_t)concurrent_threads + (uintptr_t)i + 1;
             REQUIRE(pthread_create(&threads[i], NULL, concurrent_worker, (void *)id) == 0);
         }
-        for (int i = 0; i < CONCURRENT_THREADS; i++)
+        for (int i = 0; i < concurrent_threads; i++)
             pthread_join(threads[i], NULL);
         pthread_barrier_destroy(&concurrent_start);
         if (round == 4)
@@ -265,7 +266,10 @@ int main(int argc, char **argv)
 {
     if (argc > 1) {
         churn_threads = atoi(argv[1]);
-        concurrent_rounds = churn_threads < 1000 ? 8 : concurrent_rounds;
+        if (churn_threads < 1000) {
+            concurrent_rounds = 6;
+            concurrent_threads = 50;
+        }
     }
 #ifndef TEST_PLAIN
     RUN(exited_cache_is_adopted);
