@@ -54,19 +54,27 @@ static double seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* The number after `key` in a /proc file, read with open and read into the stack: the
- * waiting thread must not call the allocator (fopen would). -1 if not found. */
+/* A /proc file's text in `buf`, read with open and read into the caller's stack: the
+ * waiting thread must not call the allocator (fopen would). False if unreadable. */
+static bool proc_read(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    return true;
+}
+
+/* The number after `key` in a /proc file; -1 if not found. */
 static long proc_number(const char *path, const char *key)
 {
     char buf[4096];
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
+    if (!proc_read(path, buf, sizeof buf))
         return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
     const char *at = key[0] ? strstr(buf, key) : buf;
     return at ? strtol(at + strlen(key), NULL, 10) : -1;
 }
@@ -75,14 +83,8 @@ static long rss_kib(void)
 {
     /* statm: size, then resident, in pages */
     char buf[128];
-    int fd = open("/proc/self/statm", O_RDONLY);
-    if (fd < 0)
+    if (!proc_read("/proc/self/statm", buf, sizeof buf))
         return -1;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
     char *end;
     strtol(buf, &end, 10);
     return strtol(end, NULL, 10) * (sysconf(_SC_PAGESIZE) / 1024);
