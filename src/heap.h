@@ -25,7 +25,6 @@
 #include "common.h"
 #include "secure.h"
 #include "sizeclass.h"
-#include "vgclient.h"
 
 #include <stdalign.h>
 #include <stdatomic.h>
@@ -197,8 +196,7 @@ LFH_INLINE bool heap_block_live(const struct descriptor *desc, const void *ptr)
 {
     if (!heap_is_block_start(desc, ptr) || heap_block_uncarved(desc, ptr))
         return false;
-    return desc->class_index == HEAP_CLASS_LARGE || !HEAP_FREE_MARKS ||
-           vgclient_peek((const uint64_t *)ptr + 1) != heap_mark();
+    return desc->class_index == HEAP_CLASS_LARGE || !heap_block_marked_free(ptr, heap_mark());
 }
 
 /* What a thread cache receives when it takes a superblock's free blocks. */

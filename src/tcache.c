@@ -244,9 +244,11 @@ static void *alloc_uncached(unsigned cls)
     /* The give-back moves the frontier past a carved block before it is handed out. */
     heap_give_back(fill.desc, rest, rest_last, rest_count, fill.bump);
     vgclient_alloc(block, size, false);
+    /* After the block is the program's for memcheck, so that the cleared mark reads as
+     * defined: free compares it, and memcheck would report the comparison of a word the
+     * program never wrote. */
     heap_block_unmark(block);
     secure_hand_out(block, size);
-    vgclient_unmarked(block);
     return block;
 }
 

@@ -13,11 +13,8 @@
 
 #include "common.h"
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <string.h>
 
 #if !defined(LFHEAP_NO_VALGRIND) && defined(__has_include)
 #if __has_include(<valgrind/memcheck.h>)
@@ -56,40 +53,6 @@ LFH_INLINE void vgclient_link(void *block)
     VALGRIND_MAKE_MEM_UNDEFINED(block, 2 * sizeof(void *));
 }
 
-/* The free mark of a block just handed out, which lfheap cleared: undefined again, as the
- * rest of a fresh block is to the program. */
-LFH_INLINE void vgclient_unmarked(void *block)
-{
-    VALGRIND_MAKE_MEM_UNDEFINED((char *)block + sizeof(void *), sizeof(void *));
-}
-
-/* vgclient_memcheck's answer, asked once per process (vgclient.c): 0 not asked yet, 1
- * natively or under another tool, 2 under memcheck. Relaxed: every thread computes the
- * same answer. */
-extern _Atomic int vgclient_state __attribute__((visibility("hidden")));
-int vgclient_state_ask(void) LFH_NOINLINE;
-
-/* The word at `addr` as lfheap's checks read it: a live block's free-mark word is the
- * program's and may be uninitialised, which memcheck would report when the check compares
- * it; under memcheck the read is made on defined bits, and the word's own bits are put
- * back. Natively it is one load and a test of the cached answer (the client requests
- * would cost a remote free some 40 instructions). */
-LFH_INLINE uint64_t vgclient_peek(const void *addr)
-{
-    uint64_t vbits = 0, word;
-    int state = atomic_load_explicit(&vgclient_state, memory_order_relaxed);
-    if (LFH_UNLIKELY(state != 1) && (state == 2 || vgclient_state_ask() == 2)) {
-        unsigned saved = VALGRIND_GET_VBITS(addr, &vbits, sizeof word);
-        VALGRIND_MAKE_MEM_DEFINED(addr, sizeof word);
-        memcpy(&word, addr, sizeof word);
-        if (saved == 1)
-            VALGRIND_SET_VBITS(addr, &vbits, sizeof word);
-        return word;
-    }
-    memcpy(&word, addr, sizeof word);
-    return word;
-}
-
 /* Memory that is lfheap's and nobody's block yet (a fresh superblock). */
 LFH_INLINE void vgclient_unused(void *start, size_t size)
 {
@@ -120,16 +83,6 @@ LFH_INLINE void vgclient_free(void *block)
 LFH_INLINE void vgclient_link(void *block)
 {
     (void)block;
-}
-LFH_INLINE void vgclient_unmarked(void *block)
-{
-    (void)block;
-}
-LFH_INLINE uint64_t vgclient_peek(const void *addr)
-{
-    uint64_t word;
-    memcpy(&word, addr, sizeof word);
-    return word;
 }
 LFH_INLINE void vgclient_unused(void *start, size_t size)
 {
