@@ -188,12 +188,11 @@ static void heap_mark_init(void)
 {
     if (atomic_load_explicit(&heap_free_mark, memory_order_acquire) != HEAP_FREE_MARK_INITIAL)
         return;
-    uint64_t seed = os_random();
-    uint64_t mark = seed;
+    uint64_t mark = os_random(0);
     if (mark == 0 || mark == HEAP_FREE_MARK_INITIAL)
         mark = ~HEAP_FREE_MARK_INITIAL;
     if (SECURE_ENABLED)
-        secure_init(seed);
+        secure_init();
     atomic_store_explicit(&heap_free_mark, mark, memory_order_release);
 }
 

@@ -177,6 +177,15 @@ LFH_INLINE void heap_block_unmark(void *block)
         ((uint64_t *)block)[1] = 0;
 }
 
+/* A block leaves the heap for the program: its free mark is cleared (a carved block may
+ * hold a stale one from an earlier tenant of its pages), then, in the secure build, its
+ * tail canary is written (in a 16-byte block the two share the second word). */
+LFH_INLINE void heap_block_hand_out(void *block, size_t block_size)
+{
+    heap_block_unmark(block);
+    secure_hand_out(block, block_size);
+}
+
 /* The link from a free block to the next one of its list or chain, in its first word
  * (encoded in the secure build: secure.h). */
 LFH_INLINE void *heap_link_get(const void *block)

@@ -107,7 +107,7 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
-uint64_t os_random(void)
+uint64_t os_random(uint64_t salt)
 {
     /* AT_RANDOM: 16 bytes the kernel fills at exec for the process's own use (glibc takes
      * its stack and pointer guards from them; reading them takes nothing away). */
@@ -115,7 +115,7 @@ uint64_t os_random(void)
     const void *bytes = (const void *)getauxval(AT_RANDOM);
     if (bytes)
         memcpy(words, bytes, sizeof words);
-    return mix64(words[0] ^ mix64(words[1]));
+    return mix64(words[0] ^ mix64(words[1] ^ salt));
 }
 
 void os_retry(void)

@@ -62,9 +62,10 @@ bool os_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *
  * if the kernel refused (it may, when the split would exceed vm.max_map_count). */
 bool os_protect(void *addr, size_t size, bool accessible);
 
-/* A random value, different in every process and the same in all its threads: the
- * kernel's AT_RANDOM bytes, mixed, read without a system call. */
-uint64_t os_random(void);
+/* A random value, different in every process and for every `salt`, and the same in all
+ * the process's threads: the kernel's AT_RANDOM bytes mixed with the salt, read without
+ * a system call. */
+uint64_t os_random(uint64_t salt);
 
 /* Retries the unmaps the kernel refused; cheap when there are none. Called when the
  * arenas purge, so that memory given back during a shortage goes back after it. */

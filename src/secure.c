@@ -4,6 +4,7 @@
  */
 #include "secure.h"
 
+#include "os.h"
 #include "out.h"
 
 #include <stdlib.h>
@@ -12,17 +13,10 @@
 
 struct secure_keys secure_keys;
 
-/* splitmix64's finaliser, to spread one seed over independent-looking keys. */
-static uint64_t spread(uint64_t x)
-{
-    x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return x ^ (x >> 31);
-}
-
 /* Relaxed stores: heap_mark_init publishes them with the mark (release), before the
- * first block exists; racing callers pass the same seed and store the same keys. */
-void secure_init(uint64_t seed)
+ * first block exists; racing callers store the same keys (os_random is the same in every thread).
+ */
+void secure_init(void)
 {
     const char *fill = getenv("LFHEAP_SECURE_FILL");
     bool zero = fill && strcmp(fill, "zero") == 0;
@@ -31,9 +25,8 @@ void secure_init(uint64_t seed)
     atomic_store_explicit(&secure_keys.fill_word, UINT64_C(0x0101010101010101) * byte,
                           memory_order_relaxed);
     atomic_store_explicit(&secure_keys.fill_whole, whole, memory_order_relaxed);
-    atomic_store_explicit(&secure_keys.link, spread(seed ^ UINT64_C(0x6c696e6b)),
-                          memory_order_relaxed);
-    atomic_store_explicit(&secure_keys.canary, spread(seed ^ UINT64_C(0x63616e61)),
+    atomic_store_explicit(&secure_keys.link, os_random(UINT64_C(0x6c696e6b)), memory_order_relaxed);
+    atomic_store_explicit(&secure_keys.canary, os_random(UINT64_C(0x63616e61)),
                           memory_order_relaxed);
 }
 

@@ -49,7 +49,7 @@
 #define SECURE_FILL_POISON 0xFD
 #define SECURE_CHECK_BYTES 64
 
-/* The keys, derived from the free mark's random seed at the first superblock
+/* The keys, drawn from the process's randomness (os_random) at the first superblock
  * (secure_init), before any block exists. Relaxed loads: set once, then read only. */
 struct secure_keys {
     _Atomic uint64_t link;      /* xor-ed into every stored free-list link */
@@ -59,7 +59,7 @@ struct secure_keys {
 };
 extern struct secure_keys secure_keys __attribute__((visibility("hidden")));
 
-void secure_init(uint64_t seed);
+void secure_init(void);
 
 /* Reports the misuse `kind` (e.g. "double free") found at `ptr` by `routine`, then
  * aborts. Writes with write(2): safe in any state of the heap. */
@@ -102,9 +102,13 @@ LFH_INLINE size_t secure_checked_end(size_t block_size)
 }
 
 /* A block handed out again from a free list, whose decoded link is `next`: its mark,
- * link and fill must be as free left them. Word by word, with no early exit. */
+ * link and fill must be as free left them. Word by word, with no early exit. Callers
+ * test SECURE_ENABLED first: the mark they pass is an atomic load, which the compiler
+ * keeps even where this function does nothing. */
 LFH_INLINE void secure_check_reuse(void *block, size_t block_size, uint64_t mark, void *next)
 {
+    if (!SECURE_ENABLED)
+        return;
     uint64_t fill = atomic_load_explicit(&secure_keys.fill_word, memory_order_relaxed);
     uint64_t word, changed = (uintptr_t)next & 15; /* blocks are 16-aligned */
     memcpy(&word, (char *)block + sizeof word, sizeof word);
@@ -120,6 +124,8 @@ LFH_INLINE void secure_check_reuse(void *block, size_t block_size, uint64_t mark
 /* A live small block is freed: its tail canary must be intact; then it is filled. */
 LFH_INLINE void secure_check_free(void *block, size_t block_size)
 {
+    if (!SECURE_ENABLED)
+        return;
     uint64_t canary;
     memcpy(&canary, (char *)block + block_size - sizeof canary, sizeof canary);
     if (LFH_UNLIKELY(canary != secure_canary(block)))

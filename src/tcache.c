@@ -247,8 +247,7 @@ static void *alloc_uncached(unsigned cls)
     /* After the block is the program's for memcheck, so that the cleared mark reads as
      * defined: free compares it, and memcheck would report the comparison of a word the
      * program never wrote. */
-    heap_block_unmark(block);
-    secure_hand_out(block, size);
+    heap_block_hand_out(block, size);
     return block;
 }
 
@@ -261,8 +260,7 @@ static void *hand_out_freed(struct tcache_bin *bin, struct tcache_cold *cold, vo
     if (SECURE_ENABLED)
         secure_check_reuse(block, bin->block_size, heap_mark(), next);
     bin_install(bin, cold, next, rest);
-    heap_block_unmark(block);
-    secure_hand_out(block, bin->block_size);
+    heap_block_hand_out(block, bin->block_size);
     return block;
 }
 
@@ -307,8 +305,7 @@ static void *alloc_slow(unsigned cls)
     bin->bump += bin->block_size;
     /* Relaxed, as on the fast path (tcache_bin_take). */
     atomic_store_explicit(&fill.desc->carve, bin->bump, memory_order_relaxed);
-    heap_block_unmark(block);
-    secure_hand_out(block, bin->block_size);
+    heap_block_hand_out(block, bin->block_size);
     return block;
 }
 
@@ -356,8 +353,7 @@ void tcache_flush(void *block)
 
 static void free_slow(void *block, struct descriptor *desc)
 {
-    if (SECURE_ENABLED)
-        secure_check_free(block, desc->block_size);
+    secure_check_free(block, desc->block_size);
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET))
         tcache_setup(tc);

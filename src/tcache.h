@@ -137,8 +137,7 @@ LFH_INLINE void *tcache_bin_take(uintptr_t bin_base)
             secure_check_reuse(block, bin->block_size, heap_mark(), next);
         bin->head = next;
         bin->credit++;
-        heap_block_unmark(block);
-        secure_hand_out(block, bin->block_size);
+        heap_block_hand_out(block, bin->block_size);
         return block;
     }
     char *fresh = bin->bump;
@@ -150,8 +149,7 @@ LFH_INLINE void *tcache_bin_take(uintptr_t bin_base)
         /* Relaxed: this cache alone carves the range; a free of the block follows this
          * store through the program's hand-off (heap_block_uncarved). */
         atomic_store_explicit(&cold->bump_desc->carve, next, memory_order_relaxed);
-        heap_block_unmark(fresh);
-        secure_hand_out(fresh, bin->block_size);
+        heap_block_hand_out(fresh, bin->block_size);
         return fresh;
     }
     return NULL;
@@ -188,8 +186,7 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
     if (LFH_UNLIKELY(heap_block_uncarved(desc, block) || heap_block_marked_free(block, mark)))
         return 0;
     struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)(base + desc->class_scaled);
-    if (SECURE_ENABLED)
-        secure_check_free(block, desc->block_size);
+    secure_check_free(block, desc->block_size);
     /* Marked before it joins the list: a free that interrupts this one (a signal handler's)
      * already finds it freed. */
     heap_block_mark_free(block, mark);
