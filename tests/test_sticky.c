@@ -1,5 +1,5 @@
 /*
- * llheap's extended API and sticky properties (README.md, "Extended API"): the array and
+ * llheap's extended API and sticky properties (docs/API.md, "Sticky properties"): the array and
  * aligned-array routines, resize and aligned_resize, aligned_realloc, the queries
  * malloc_size, malloc_alignment and malloc_zero_fill, and what realloc keeps. A model
  * check drives random chains of reallocations through small, large and huge blocks and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The statistics and debug builds (README.md, "Statistics", "Debug build"): the eight
+# The statistics and debug builds (docs/STATISTICS.md, docs/DEBUGGING.md): the eight
 # libraries exist and export the reports; statistics checked against known workloads
 # (tests/test_stats.c) in the -stats builds, and nothing counted in the release one;
 # malloc_info's XML parsed; LFHEAP_STATS=1 prints at exit; every debug detection made on
