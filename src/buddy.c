@@ -1,5 +1,5 @@
 /*
- * buddy: the non-blocking buddy system of NBBS (seeds/001), written from Algorithms 1-5.
+ * buddy: the non-blocking buddy system of NBBS (docs/BUDDY.md), written from Algorithms 1-5.
  *
  * What it does. A region of 2^size_shift bytes is a complete binary tree: node 1 is the
  * region, node n has children 2n and 2n+1, node n at level l = floor(log2 n) is the chunk
@@ -38,8 +38,8 @@
  *   (A15) happens only after a release completed.
  * - Memory order: every RMW that takes or gives back a node is acq_rel, and the release
  *   write of a node (F20) is a release store, so the previous owner's accesses to a chunk
- *   happen before the next owner's (NBBS §3.5 asks for barriers at A10 and F20; the
- *   seeds' README notes they must be release/acquire on weakly ordered machines).
+ *   happen before the next owner's (NBBS §3.5 asks for barriers at A10 and F20,
+ *   which on weakly ordered machines must be release/acquire).
  *   Plain loads of nodes are relaxed where a CAS re-validates the value they return;
  *   UNMARK's loads are acquire (the child must be read after the node).
  *
