@@ -33,6 +33,7 @@
 #include "tcache.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -786,6 +787,30 @@ LFH_EXPORT int lfh_malloc_trim(size_t pad)
     return (cached != 0) | (arena_purge_all() != 0);
 }
 
+/* glibc's tuning knobs: lfheap has none of them to set, so each of glibc's parameters is
+ * accepted (1) and ignored, and any other refused (0). */
+LFH_EXPORT int lfh_mallopt(int param, int value)
+{
+    (void)value;
+    switch (param) {
+    case M_MXFAST:
+    case M_NLBLKS:
+    case M_GRAIN:
+    case M_KEEP:
+    case M_TRIM_THRESHOLD:
+    case M_TOP_PAD:
+    case M_MMAP_THRESHOLD:
+    case M_MMAP_MAX:
+    case M_CHECK_ACTION:
+    case M_PERTURB:
+    case M_ARENA_TEST:
+    case M_ARENA_MAX:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* ---- the standard names ----------------------------------------------------------- */
 
 #ifndef LFHEAP_PREFIX_ONLY
@@ -811,6 +836,7 @@ LFH_ALIAS(valloc, lfh_valloc);
 LFH_ALIAS(pvalloc, lfh_pvalloc);
 LFH_ALIAS(malloc_usable_size, lfh_malloc_usable_size);
 LFH_ALIAS(malloc_trim, lfh_malloc_trim);
+LFH_ALIAS(mallopt, lfh_mallopt);
 
 /* llheap's names. Weak, so that a program with a function of the same name links with
  * the static library (and keeps its own: it also interposes the shared one). */

@@ -24,44 +24,6 @@
 #include <errno.h>
 #include <string.h>
 
-/* ---- anchors ---------------------------------------------------------------------- */
-
-enum anchor_state { ANCHOR_FULL = 0, ANCHOR_PARTIAL = 1, ANCHOR_EMPTY = 2 };
-
-/* Layout: state 2 bits | avail 20 bits | count 21 bits | tail 21 bits. `avail` is the
- * byte offset of the first chained block divided by 16 (all blocks are 16-aligned), so
- * superblocks may be up to 16 MiB; `count` includes the uncarved tail. */
-#define ANCHOR_AVAIL_NONE ((uint64_t)0xFFFFF)
-#define ANCHOR_FIELD_MAX  ((uint64_t)0x1FFFFF)
-
-static inline unsigned anchor_state(uint64_t a)
-{
-    return (unsigned)(a & 3);
-}
-static inline uint64_t anchor_avail(uint64_t a)
-{
-    return (a >> 2) & ANCHOR_AVAIL_NONE;
-}
-static inline uint32_t anchor_count(uint64_t a)
-{
-    return (uint32_t)((a >> 22) & ANCHOR_FIELD_MAX);
-}
-static inline uint32_t anchor_tail(uint64_t a)
-{
-    return (uint32_t)(a >> 43);
-}
-
-static inline uint64_t anchor_make(unsigned state, uint64_t avail, uint32_t count, uint32_t tail)
-{
-    return (uint64_t)state | avail << 2 | (uint64_t)count << 22 | (uint64_t)tail << 43;
-}
-
-static inline void *anchor_chain(const struct descriptor *d, uint64_t a)
-{
-    uint64_t avail = anchor_avail(a);
-    return avail == ANCHOR_AVAIL_NONE ? NULL : d->start + (avail << 4);
-}
-
 /* ---- descriptors ------------------------------------------------------------------ */
 
 /* Descriptors live in chunks mapped on demand and never unmapped; index 0 means none. */

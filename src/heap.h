@@ -5,24 +5,14 @@
  * recycled, never unmapped, so a stale pointer to one can always be read. Large blocks get a
  * descriptor too, so that free and malloc_usable_size find every block through the page map.
  *
- * The anchor, one 64-bit word updated only by CAS, says how many blocks of a superblock
- * are free and where they are: a chain of freed blocks (linked through their first word)
- * plus the never-touched tail [tail, max_count) that has not been carved yet. Blocks move
- * between the anchor and the thread caches only in batches: a cache takes every free
- * block at once (so the anchor needs no ABA tag: blocks only ever get added to it between
- * a reader's load and its CAS), and gives blocks back as chains, one CAS per chain.
- *
- * States: FULL   — no free block in the anchor, not on a partial list;
- *         PARTIAL — some free blocks; on exactly one partial list, or just popped from it
- *                  by a thread that is about to take them;
- *         EMPTY  — every block free; terminal. The superblock's pages go back at once; its
- *                  descriptor is recycled by whoever next finds it (the thread that made it
- *                  EMPTY if it was FULL, the thread that pops it if it was PARTIAL).
+ * The shared structures (descriptor, anchor, superblock layout) and their invariants are
+ * in heap_types.h.
  */
 #ifndef LFHEAP_HEAP_H
 #define LFHEAP_HEAP_H
 
 #include "common.h"
+#include "heap_types.h"
 #include "secure.h"
 #include "sizeclass.h"
 
@@ -31,29 +21,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Heap classes: every size class twice. Class c < SIZECLASS_COUNT holds plain blocks,
- * which carry nothing but their contents (malloc's fast path). Class
- * c + SIZECLASS_COUNT, a "tracked" class, holds blocks of the same size whose superblock
- * keeps a record per block, beside the blocks, of the request size and the sticky
- * properties (zero fill, alignment) that calloc, the aligned routines and llheap's
- * extensions give them (llheap's header fields, without a header). The two never share
- * a superblock, so a plain malloc never pays for the records. */
-#define HEAP_CLASSES (2 * SIZECLASS_COUNT)
-
-/* The class_index of a large block. */
-#define HEAP_CLASS_LARGE HEAP_CLASSES
-
-LFH_INLINE unsigned heap_tracked_class(unsigned size_class)
-{
-    return size_class + SIZECLASS_COUNT;
-}
-
-/* The size class whose blocks a heap class (not HEAP_CLASS_LARGE) holds. */
-LFH_INLINE unsigned heap_size_class(unsigned heap_class)
-{
-    return heap_class < SIZECLASS_COUNT ? heap_class : heap_class - SIZECLASS_COUNT;
-}
 
 /* What a tracked block (or a large block) remembers about its allocation. */
 struct heap_props {
@@ -64,67 +31,6 @@ struct heap_props {
                        realloc moves it to is tracked too (always so for small blocks
                        with a record; a large block from plain malloc is not) */
 };
-
-/* Owner of blocks no thread cache may keep: large blocks, and the page map's sentinel for
- * foreign pointers. Zero, so that zero-filled memory (a fresh descriptor, the sentinel
- * in .bss) belongs to nobody; thread ids are never zero. */
-#define HEAP_OWNER_NONE 0
-
-struct descriptor {
-    /* Read by every free; written while the superblock is set up, and `owner` when a
-     * thread takes the superblock's free blocks into its cache. */
-    _Atomic uint64_t owner; /* id of the thread cache that may reuse freed blocks */
-    char *start;            /* first byte of the superblock or large mapping */
-    size_t size;            /* bytes of the superblock or large mapping */
-    /* Whether an address is the start of one of the superblock's blocks, in one multiply
-     * and one compare (heap_is_block_start); for a large block 1 and 1 (its start only); 0 and 0
-     * for the sentinel of foreign memory (nothing). */
-    uint64_t block_magic;
-    uint64_t block_limit;
-    uint32_t *records;     /* a tracked class's per-block records; NULL otherwise */
-    uint32_t block_size;   /* bytes per block (small only) */
-    uint32_t max_count;    /* blocks in the superblock (small only) */
-    uint32_t self;         /* this descriptor's index, for the lock-free stacks */
-    uint8_t class_index;   /* heap class, or HEAP_CLASS_LARGE */
-    bool os_backed;        /* a large block mapped from the OS, not an arena chunk */
-    uint16_t class_scaled; /* class_index * SIZECLASS_STRIDE: free's index into its cache */
-
-    /* Written by any thread that frees into the superblock or moves the descriptor
-     * between stacks: kept off the line the fast path reads. */
-    alignas(LFH_CACHE_LINE) _Atomic uint64_t anchor;
-    _Atomic uint32_t next; /* link in a partial stack or the free-descriptor stack */
-
-    /* A large block's record (request size and sticky properties), written by the thread
-     * that allocates or resizes it, read by whoever holds it. */
-    uint32_t large_flags;
-    size_t large_request;
-
-    /* The carve frontier: every block below it has been handed out at least once, none at
-     * or above it ever was (Streamflow's bump allocation carves in address order). Written
-     * only by whoever holds the superblock's uncarved tail — the cache bumping through it
-     * (tcache_bin_take), or heap_give_back when the tail goes back to the anchor — and
-     * read by every free, which refuses a block start at or above it. For a large block,
-     * its end. On this line rather than the first: it changes with every carved block,
-     * and the first line is read by the frees of other threads. */
-    _Atomic(char *) carve;
-};
-
-/* True if `ptr`, an address inside the superblock `desc` describes, is the start of one
- * of its blocks: free must not take an interior pointer (or one into the superblock's
- * unused tail) into a list, or the block would later be handed out twice.
- *
- * With d the block size, c = floor(2^64 / d) + 1 and e = c * d - 2^64 (0 < e <= d), an
- * offset x = q * d + r below 2^32 gives x * c mod 2^64 = q * e + r * c: that is q * e
- * (< 2^32) when r = 0 and at least c (> 2^48) otherwise. So one compare with
- * max_count * e accepts exactly the block starts with q < max_count (Lemire, Kaser and
- * Kurz's divisibility test, extended with the bound). */
-LFH_INLINE bool heap_is_block_start(const struct descriptor *desc, const void *ptr)
-{
-    return (uint64_t)((const char *)ptr - desc->start) * desc->block_magic < desc->block_limit;
-}
-
-_Static_assert(offsetof(struct descriptor, anchor) == LFH_CACHE_LINE,
-               "what every free reads fits one cache line");
 
 /* True if no block at or past `block`, a block start of `desc`, was ever handed out.
  * Relaxed: a free of a block that was handed out follows, through the program's own
@@ -226,36 +132,6 @@ bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out);
  * first NULL), and, if `bump` is not NULL, the uncarved tail starting at `bump`, which
  * becomes the carve frontier. The blocks must carry the free mark already. */
 void heap_give_back(struct descriptor *desc, void *first, void *last, uint32_t count, char *bump);
-
-/* A record: the request size in the low 16 bits (small blocks are at most 32 KiB; a large
- * block keeps its request in large_request), log2 of the alignment in the next 5 bits,
- * then the zero-fill bit. */
-#define HEAP_RECORD_REQUEST_MASK 0xFFFFu
-#define HEAP_RECORD_ALIGN_SHIFT  16
-#define HEAP_RECORD_ALIGN_MASK   0x1Fu
-#define HEAP_RECORD_ZERO_FILL    (1u << 21)
-#define HEAP_RECORD_TRACKED      (1u << 22) /* large blocks only: see heap_props.tracked */
-/* Two bits the debug build keeps in every record (and in large_flags): the block's state,
- * never handed out, live or freed (debug.h). heap_props_set leaves them alone there. */
-#define HEAP_RECORD_STATE_SHIFT 23
-#define HEAP_RECORD_STATE_MASK  (3u << HEAP_RECORD_STATE_SHIFT)
-/* The record of a calloc block, but for its request size: 16-byte aligned, zero fill. */
-#define HEAP_RECORD_CALLOC (4u << HEAP_RECORD_ALIGN_SHIFT | HEAP_RECORD_ZERO_FILL)
-/* The same for a malloc block (the debug build records them all). */
-#define HEAP_RECORD_MALLOC (4u << HEAP_RECORD_ALIGN_SHIFT)
-
-/* The record of `block`, a block of a superblock of a tracked class. Records are plain
- * memory: a block's record is written and read only by whoever holds the block, and the
- * program's own hand-off of the pointer orders those accesses. The block's index, offset
- * x / block size d, comes from heap_is_block_start's c = floor(2^64 / d) + 1 = 2^64 / d +
- * t (0 < t <= 1): x * c / 2^64 = x / d + x * t / 2^64, where x / d is at most q + (d - 1)
- * / d for x = q * d + r, and x * t / 2^64 < 1 / d as x < 2^64 / d (superblocks are far
- * smaller), so the high half of the product is q exactly. */
-LFH_INLINE uint32_t *heap_record_at(const struct descriptor *desc, const void *block)
-{
-    uint64_t offset = (uint64_t)((const char *)block - desc->start);
-    return &desc->records[(uint32_t)(((unsigned __int128)offset * desc->block_magic) >> 64)];
-}
 
 /* The record of the block at `block`, which the caller holds: its request size and
  * sticky properties. False for a plain small block, which has none. */

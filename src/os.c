@@ -262,28 +262,6 @@ void os_fault_stats(struct os_fault_stats *out)
 }
 #endif
 
-bool os_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *), void *value)
-{
-    /* Acquire load, acq_rel CAS: only the key's value is shared, and pthread orders its
-     * own key table. Losers of the race to create the key delete their own: nobody
-     * waits. */
-    unsigned current = atomic_load_explicit(key_plus_one, memory_order_acquire);
-    if (current == 0) {
-        pthread_key_t key;
-        if (pthread_key_create(&key, destructor) != 0)
-            return false;
-        unsigned expected = 0;
-        if (atomic_compare_exchange_strong_explicit(key_plus_one, &expected, (unsigned)key + 1,
-                                                    memory_order_acq_rel, memory_order_acquire)) {
-            current = (unsigned)key + 1;
-        } else {
-            pthread_key_delete(key);
-            current = expected;
-        }
-    }
-    return pthread_setspecific((pthread_key_t)(current - 1), value) == 0;
-}
-
 /* ---- threads ---------------------------------------------------------------------- */
 
 bool os_thread_start(void *(*fn)(void *), void *arg)

@@ -14,13 +14,14 @@
 #ifndef LFHEAP_OS_H
 #define LFHEAP_OS_H
 
+#include "platform.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* The granule of every OS request and of the page map. Linux on x86-64 and most aarch64
- * kernels use 4 KiB pages; lfheap assumes them. */
-#define OS_PAGE_SIZE ((size_t)4096)
+/* The granule of every OS request and of the page map (platform.h). */
+#define OS_PAGE_SIZE PLATFORM_PAGE_SIZE
 
 /* Every mapping os_map returns ends at or below 2^OS_ADDRESS_BITS (256 TiB), which is
  * what the page map and the arena registry cover. Linux maps below 2^47 on x86-64 and
@@ -49,14 +50,6 @@ bool os_decommit(void *addr, size_t size);
  * caller made with os_map, growing to new_size; the old range is unmapped. False on
  * failure, and then both mappings are as they were. */
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size);
-
-/* Has `destructor(value)` run when this thread exits, under a process-wide pthread key
- * made on first use and kept in *key_plus_one (key + 1; 0 while none exists). False if
- * no key could be made: then nothing runs at exit. A NULL value cancels the run for this
- * thread; a destructor that sets a value again is run again (POSIX: up to
- * PTHREAD_DESTRUCTOR_ITERATIONS rounds, and a fresh round after pthread_exit from inside
- * a destructor). */
-bool os_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *), void *value);
 
 /* Makes the pages of the range inaccessible (a guard page) or accessible again. False
  * if the kernel refused (it may, when the split would exceed vm.max_map_count). */

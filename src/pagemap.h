@@ -22,7 +22,7 @@
 #define LFHEAP_PAGEMAP_H
 
 #include "common.h"
-#include "heap.h"
+#include "heap_types.h"
 #include "os.h"
 
 #include <stdatomic.h>

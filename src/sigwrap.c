@@ -39,8 +39,6 @@
 #include <stddef.h>
 #include <ucontext.h>
 
-__thread unsigned sigwrap_handling;
-
 /* Relaxed counters: statistics for tests. */
 static _Atomic uint64_t sigwrap_delivered, sigwrap_in_code, sigwrap_in_slow_path;
 
@@ -116,14 +114,14 @@ static void sigwrap_handler(int sig, siginfo_t *info, void *context)
         tcache_hide(&frame);
     }
     /* Signal fences: only a handler on this thread reads the counter. */
-    sigwrap_handling++;
+    tcache_in_handler++;
     atomic_signal_fence(memory_order_seq_cst);
     if (action & SIGWRAP_INFO)
         ((void (*)(int, siginfo_t *, void *))handler)(sig, info, context);
     else
         ((void (*)(int))handler)(sig);
     atomic_signal_fence(memory_order_seq_cst);
-    sigwrap_handling--;
+    tcache_in_handler--;
     if (where != SIGWRAP_OUTSIDE)
         tcache_unhide(&frame);
 }

@@ -29,9 +29,4 @@ struct lfh_signal_counters {
 
 LFH_EXPORT void lfh_signal_counters_get(struct lfh_signal_counters *out);
 
-/* Non-zero while a handler that the wrapper called runs on this thread (it stays so if
- * the handler never returns), whatever it interrupted: lfheap then starts no thread
- * (tcache_purger_poll). Always 0 in the prefix-only variants, which have no wrapper. */
-extern __thread unsigned sigwrap_handling __attribute__((visibility("hidden")));
-
 #endif

@@ -15,6 +15,10 @@
  * The few counts made where a thread has no block (while it takes one, or after its
  * block went back at exit) go to one shared block with atomic adds.
  *
+ * The counters are a leaf under every layer: their memory comes from the platform
+ * layer's uncounted mapping, so no count calls back into a layer that counts. The
+ * reports over them are stats_report.c's, at the top beside the API.
+ *
  * The release build compiles none of the counting: STATS_ADD expands to nothing, and the
  * api layer leaves its instrumented paths out (api.c, API_INSTRUMENTED).
  */
@@ -26,6 +30,7 @@
 
 #include <stdalign.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -113,6 +118,20 @@ LFH_INLINE struct stats_block *stats_mine(void)
 {
     return stats_self;
 }
+
+/* The calling thread's block, taken now if it has none; NULL when out of memory. */
+struct stats_block *stats_attach(void);
+
+/* Adds one block's counters to `total`: whole, or since malloc_stats_clear. */
+void stats_block_sum(uint64_t total[STATS_COUNTERS], struct stats_block *b, bool since_clear);
+
+/* Sums every block's counters (and the shared block's) into `total`, as above. */
+void stats_sum_all(uint64_t total[STATS_COUNTERS], bool since_clear);
+
+/* llheap's malloc_stats_clear: every block's counts so far become its new zero. Counts
+ * made meanwhile land on either side; two clears at once leave each counter as one of
+ * them read it. */
+void stats_clear(void);
 #else
 #define STATS_COUNTING 0
 struct stats_block;

@@ -5,9 +5,9 @@
  */
 #include "tcache.h"
 
-#include "os.h"
 #include "pagemap.h"
 #include "park.h"
+#include "platform.h"
 #include "stats.h"
 #include "vgclient.h"
 
@@ -21,6 +21,7 @@
 __thread struct tcache tcache_self = {.id = TCACHE_ID_UNSET};
 
 __thread unsigned tcache_busy;
+__thread unsigned tcache_in_handler;
 
 /* Every slow path raises tcache_busy for its whole run (sigwrap.c). The signal fences keep
  * the compiler from moving the cache's updates out of the raised stretch; a handler on
@@ -108,7 +109,7 @@ static void tcache_setup(struct tcache *tc)
      * signal handler that never returns) still has its exit accounted for. */
     tc->id = TCACHE_ID_EXITED;
     /* Without a key the cache stays with the thread when it exits: bounded. */
-    os_at_thread_exit(&tcache_exit_key, tcache_thread_exit, tc);
+    platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, tc);
     /* Under memcheck the cache stays empty, so that every call reaches a slow path that
      * reports the block to memcheck (vgclient.h). */
     if (vgclient_memcheck())
@@ -655,7 +656,7 @@ static void tcache_thread_exit(void *cache)
     /* Armed again for the length of the hand-back. A signal handler that interrupts it and
      * never returns (pthread_exit) unwinds to glibc's thread start, which runs the
      * destructors again: this call then finds the cache hidden and accounts for it. */
-    os_at_thread_exit(&tcache_exit_key, tcache_thread_exit, cache);
+    platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, cache);
     busy_enter();
     if (LFH_UNLIKELY(hide_depth != 0)) {
         hidden_at_exit(&tcache_self);
@@ -671,5 +672,5 @@ static void tcache_thread_exit(void *cache)
     busy_leave();
     /* Disarmed: the cache holds nothing any more. A handler that kills the thread from
      * here on finds nothing to account for. */
-    os_at_thread_exit(&tcache_exit_key, tcache_thread_exit, NULL);
+    platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, NULL);
 }

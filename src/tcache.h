@@ -22,7 +22,6 @@
 #include "arena.h"
 #include "common.h"
 #include "heap.h"
-#include "sigwrap.h"
 #include "sizeclass.h"
 
 #include <stdbool.h>
@@ -212,15 +211,22 @@ LFH_INLINE bool tcache_owns(struct descriptor *desc)
  * interrupts it finds the cache in the middle of an update. */
 extern __thread unsigned tcache_busy __attribute__((visibility("hidden")));
 
+/* Non-zero while a handler that the signal wrapper (sigwrap.c) called runs on this thread
+ * (it stays so if the handler never returns), whatever it interrupted: lfheap then starts
+ * no thread (tcache_purger_poll). Always 0 in the prefix-only variants, which have no
+ * wrapper. Kept here, below the wrapper that raises it, so that the cache need not know
+ * the wrapper. */
+extern __thread unsigned tcache_in_handler __attribute__((visibility("hidden")));
+
 /* Starts the background purger if arena_tick asked this thread to (arena.h), at the end
  * of a slow path: pthread_create allocates, and its calls must find this thread's cache
  * whole, so never while a slow path of this layer runs (tcache_busy: the end of a nested
  * one leaves the request for the outermost), and never inside a signal handler
- * (sigwrap_handling: pthread_create is not async-signal-safe). Three thread-local loads
+ * (tcache_in_handler: pthread_create is not async-signal-safe). Three thread-local loads
  * when there is nothing to do. */
 LFH_INLINE void tcache_purger_poll(void)
 {
-    if (LFH_UNLIKELY(arena_purger_wanted) && tcache_busy == 0 && sigwrap_handling == 0)
+    if (LFH_UNLIKELY(arena_purger_wanted) && tcache_busy == 0 && tcache_in_handler == 0)
         arena_purger_start();
 }
 
