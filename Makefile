@@ -14,7 +14,9 @@ WARN    := -Wall -Wextra -Werror
 # GNU C11: C11 plus the extensions lfheap relies on (__thread, attributes, and the
 # __seg_fs address space of the thread-cache fast path, which strict -std=c11 disables).
 CSTD    := -std=gnu11 -D_GNU_SOURCE
-LIBFLAGS := $(CSTD) $(WARN) -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
+# -Wundef: the build switches are 0/1 values from src/config.h, tested with #if, so a
+# switch tested where config.h is not included (or misspelt) is an error, not a silent 0.
+LIBFLAGS := $(CSTD) $(WARN) -Wundef -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
             -fno-semantic-interposition -fno-stack-protector -fno-math-errno -Iinclude -Isrc
 # src/park.c holds the hook of the test-only parking points (src/park.h): only the
 # parking variants of mk/park.mk compile it.

@@ -40,9 +40,6 @@
 /* The smallest alignment every block has. */
 #define API_MIN_ALIGN 16
 
-/* 1 in the builds that count calls or check pointers. */
-#define API_INSTRUMENTED (STATS_ENABLED || DEBUG_ENABLED)
-
 static void *fail_nomem(void)
 {
     errno = ENOMEM;
@@ -813,7 +810,7 @@ LFH_EXPORT int lfh_mallopt(int param, int value)
 
 /* ---- the standard names ----------------------------------------------------------- */
 
-#ifndef LFHEAP_PREFIX_ONLY
+#if API_STANDARD_NAMES
 /* The aliases share the target's code; GCC would have each one restate its attributes. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmissing-attributes"

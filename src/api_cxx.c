@@ -38,7 +38,9 @@
  * of two (undefined in C++) fails at once, without the new-handler, as libstdc++ does.
  * Defined only in builds that define the standard names.
  */
-#ifndef LFHEAP_PREFIX_ONLY
+#include "config.h"
+
+#if API_STANDARD_NAMES
 
 #include "api.h"
 #include "common.h"

@@ -23,7 +23,9 @@
  * 0x9b like the personality; call sites are ULEB128 (0x01) offsets from the function's
  * start. x86-64 and aarch64; api_cxx.c does without on other architectures.
  */
-#ifndef LFHEAP_PREFIX_ONLY
+#include "config.h"
+
+#if API_STANDARD_NAMES
 #if defined(__x86_64__) || defined(__aarch64__)
 
 	.weak	__gxx_personality_v0

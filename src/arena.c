@@ -645,7 +645,7 @@ static struct arena *arena_newest(void)
     return atomic_load_explicit(&arena_list, memory_order_acquire);
 }
 
-#ifdef LFHEAP_PARKING
+#if PARK_ENABLED
 unsigned arena_busy_count(void)
 {
     unsigned busy = 0;

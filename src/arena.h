@@ -18,6 +18,8 @@
 #ifndef LFHEAP_ARENA_H
 #define LFHEAP_ARENA_H
 
+#include "config.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -70,7 +72,7 @@ extern __thread bool arena_purger_wanted __attribute__((visibility("hidden")));
  * handler. A refused start is retried by a later tick. errno is left as it was. */
 void arena_purger_start(void);
 
-#ifdef LFHEAP_PARKING
+#if PARK_ENABLED
 /* Test-only (the parking variant, park.h): how many mapped arenas are not entirely free
  * inside their buddy, counting every arena on the list. Only meaningful while no
  * thread is inside lfheap and after malloc_trim, when nothing should be: then any arena

@@ -4,6 +4,8 @@
 #ifndef LFHEAP_COMMON_H
 #define LFHEAP_COMMON_H
 
+#include "config.h"
+
 #define LFH_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define LFH_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define LFH_NOINLINE    __attribute__((noinline))
@@ -17,7 +19,7 @@
 /* Internal invariants, checked in the debug build only: a broken one is lfheap's own bug,
  * reported by lfh_fatal (debug.c) with the file, line and condition, then abort. The
  * release build compiles the condition away unevaluated. */
-#ifdef LFHEAP_DEBUG
+#if DEBUG_ENABLED
 void lfh_fatal(const char *file, int line, const char *condition)
     __attribute__((noreturn, cold, visibility("hidden")));
 #define LFH_ASSERT(cond) (LFH_LIKELY(cond) ? (void)0 : lfh_fatal(__FILE__, __LINE__, #cond))

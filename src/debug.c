@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifdef LFHEAP_DEBUG
+#if DEBUG_ENABLED
 
 /* ---- LFHEAP_ABORT and the report line --------------------------------------------- */
 

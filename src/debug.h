@@ -32,12 +32,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef LFHEAP_DEBUG
-#define DEBUG_ENABLED 1
-#else
-#define DEBUG_ENABLED 0
-#endif
-
 /* The tail canary: eight bytes right after a block's usable bytes. */
 #define DEBUG_CANARY_BYTES 8
 #define DEBUG_CANARY_WORD  UINT64_C(0x0DF0FECA0DF0FECA)
@@ -118,7 +112,7 @@ LFH_INLINE void debug_fill(const struct descriptor *desc, void *block)
     }
 }
 
-#ifdef LFHEAP_DEBUG
+#if DEBUG_ENABLED
 /* A block (its record just written) is handed to the program: checks the fill if it was
  * freed before, marks it live, writes its canary, counts its request. */
 void debug_born(struct descriptor *desc, void *block, size_t request);

@@ -220,7 +220,7 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
         /* A tracked class: each block has a 4-byte record, kept at the superblock's end. */
         d->max_count = (uint32_t)(size / (d->block_size + sizeof(uint32_t)));
         d->records = (uint32_t *)(start + size) - d->max_count;
-#ifdef LFHEAP_DEBUG
+#if DEBUG_ENABLED
         /* The debug build's block states start at "never handed out" (a chunk may come
          * back dirty from an earlier tenant). */
         memset(d->records, 0, d->max_count * sizeof(uint32_t));
@@ -402,7 +402,7 @@ bool heap_props_get(const struct descriptor *d, const void *block, struct heap_p
 }
 
 /* The record bits heap_props_set keeps: the debug build's block state. */
-#ifdef LFHEAP_DEBUG
+#if DEBUG_ENABLED
 #define RECORD_KEPT HEAP_RECORD_STATE_MASK
 #else
 #define RECORD_KEPT 0u
@@ -540,7 +540,7 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     return dest;
 }
 
-#ifdef LFHEAP_FAULT_INJECTION
+#if OS_FAULT_INJECTION
 /* ---- test view -------------------------------------------------------------------- */
 
 /* Descriptors on a stack; with only_empty, those of EMPTY superblocks only. The heap is

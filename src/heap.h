@@ -49,11 +49,6 @@ LFH_INLINE bool heap_block_uncarved(const struct descriptor *desc, const void *b
  * memory; a program that writes into a freed block's second word defeats the check (a
  * use after free before the double free). The debug build knows every block's state from
  * its records and fills freed blocks itself, so it leaves the mark out. */
-#ifdef LFHEAP_DEBUG
-#define HEAP_FREE_MARKS 0
-#else
-#define HEAP_FREE_MARKS 1
-#endif
 extern _Atomic uint64_t heap_free_mark __attribute__((visibility("hidden")));
 
 /* The mark, read once per free (the fast path compares and stores the same value).
@@ -149,7 +144,7 @@ void heap_large_free(struct descriptor *desc);
  * block untouched) otherwise. The record (heap_props) is the caller's to update. */
 void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
 
-#ifdef LFHEAP_FAULT_INJECTION
+#if OS_FAULT_INJECTION
 /* Test view of the fault-injection build, for a quiescent heap: descriptors that are
  * neither free nor EMPTY on a partial stack, i.e. those of live superblocks and large
  * blocks (0 once every block is freed and every cache flushed). */

@@ -36,7 +36,7 @@ static inline void os_count(unsigned calls, size_t bytes)
     STATS_ADD(calls + 1, bytes);
 }
 
-#ifdef LFHEAP_FAULT_INJECTION
+#if OS_FAULT_INJECTION
 /* Relaxed throughout: the test sets the injection from one thread and orders it with the
  * threads it starts and joins; the counters only count. */
 static _Atomic uint64_t fault_calls;
@@ -246,7 +246,7 @@ bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
     return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
 }
 
-#ifdef LFHEAP_FAULT_INJECTION
+#if OS_FAULT_INJECTION
 void os_fault_inject(uint64_t nth, bool persistent)
 {
     uint64_t now = atomic_load_explicit(&fault_calls, memory_order_relaxed);

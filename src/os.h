@@ -84,7 +84,7 @@ void os_sleep_ms(uint32_t ms);
  * if the kernel refused (too old): the range is copied to children as usual. */
 bool os_wipe_on_fork(void *addr, size_t size);
 
-#ifdef LFHEAP_FAULT_INJECTION
+#if OS_FAULT_INJECTION
 /* Failure injection, compiled only into the test variant (`liblfheap-fault.a`): each
  * call above whose failure lfheap handles (all but the thread's name, the sleep and
  * os_wipe_on_fork) and each retried unmap counts as one OS call, and the injected ones

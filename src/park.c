@@ -4,7 +4,7 @@
  */
 #include "park.h"
 
-#ifndef LFHEAP_PARKING
+#if !PARK_ENABLED
 /* cppcheck-suppress preprocessorErrorDirective */
 #error "park.c belongs to the parking variant only (-DLFHEAP_PARKING)"
 #endif

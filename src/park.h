@@ -16,7 +16,9 @@
 #ifndef LFHEAP_PARK_H
 #define LFHEAP_PARK_H
 
-#ifdef LFHEAP_PARKING
+#include "config.h"
+
+#if PARK_ENABLED
 
 #include <stdatomic.h>
 

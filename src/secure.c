@@ -9,7 +9,7 @@
 
 #include <stdlib.h>
 
-#ifdef LFHEAP_SECURE
+#if SECURE_ENABLED
 
 struct secure_keys secure_keys;
 

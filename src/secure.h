@@ -32,12 +32,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef LFHEAP_SECURE
-#define SECURE_ENABLED 1
-#else
-#define SECURE_ENABLED 0
-#endif
-
 /* Bytes a small block gives up at its end for the tail canary. */
 #define SECURE_TAIL_BYTES (SECURE_ENABLED ? sizeof(uint64_t) : 0)
 /* Bytes of guard page at the end of every large block. */

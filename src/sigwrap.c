@@ -55,7 +55,7 @@ void lfh_signal_counters_get(struct lfh_signal_counters *out)
     out->bytes_abandoned = lost.abandoned_bytes;
 }
 
-#ifndef LFHEAP_PREFIX_ONLY
+#if API_STANDARD_NAMES
 
 /* glibc's exported entry point, through which lfheap installs actions with the kernel. */
 extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *oldact);

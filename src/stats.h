@@ -82,8 +82,7 @@ enum stats_counter {
     STATS_COUNTERS
 };
 
-#if defined(LFHEAP_STATS) || defined(LFHEAP_DEBUG)
-#define STATS_COUNTING 1
+#if STATS_COUNTING
 
 /* A thread's counters; a multiple of the cache line, so that threads never share one. */
 struct stats_block {
@@ -133,7 +132,6 @@ void stats_sum_all(uint64_t total[STATS_COUNTERS], bool since_clear);
  * them read it. */
 void stats_clear(void);
 #else
-#define STATS_COUNTING 0
 struct stats_block;
 LFH_INLINE void stats_add_to(struct stats_block *b, unsigned counter, uint64_t n)
 {
@@ -149,12 +147,6 @@ LFH_INLINE void stats_add(unsigned counter, uint64_t n)
 {
     stats_add_to(stats_mine(), counter, n);
 }
-
-#ifdef LFHEAP_STATS
-#define STATS_ENABLED 1
-#else
-#define STATS_ENABLED 0
-#endif
 
 /* Counts in the -stats builds only; elsewhere nothing is evaluated. */
 #define STATS_ADD(counter, n)                                                                      \
@@ -212,7 +204,7 @@ LFH_INLINE void stats_count_free(size_t usable, size_t request)
     struct stats_block *b = stats_mine();
     stats_add_to(b, STATS_FREE_CALLS, 1);
     stats_add_to(b, STATS_FREE_ALLOC_BYTES, usable);
-#ifdef LFHEAP_DEBUG
+#if DEBUG_ENABLED
     stats_add_to(b, STATS_FREE_REQUEST_BYTES, request);
 #else
     (void)request;

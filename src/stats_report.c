@@ -25,7 +25,7 @@ static void stats_fill(struct lfh_stats *s, struct stats_block *only)
 {
     memset(s, 0, sizeof *s);
     s->counters = STATS_ENABLED;
-#ifdef LFHEAP_DEBUG
+#if DEBUG_ENABLED
     s->debug = 1;
 #endif
     s->arenas = arena_mapped();
@@ -438,7 +438,7 @@ __attribute__((destructor)) static void stats_exit_report(void)
 
 /* ---- the standard names ----------------------------------------------------------- */
 
-#ifndef LFHEAP_PREFIX_ONLY
+#if API_STANDARD_NAMES
 /* As in api.c: aliases share the target's code (and must be in its file). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmissing-attributes"

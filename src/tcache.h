@@ -90,15 +90,7 @@ unsigned tcache_flush_all(void);
  * thread pointer and adding it. Elsewhere, and under the sanitizers (which would check
  * a %fs-relative access as if it were at the bare offset), the offset is the cache's
  * address. Slow paths use &tcache_self; no function mixes both kinds of access. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define TCACHE_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define TCACHE_SANITIZED 1
-#endif
-#if defined(__x86_64__) && defined(__SEG_FS) && !defined(TCACHE_SANITIZED)
+#if defined(__x86_64__) && defined(__SEG_FS) && !BUILD_SANITIZED
 #define TCACHE_SEG __seg_fs
 LFH_INLINE uintptr_t tcache_base(void)
 {

@@ -16,14 +16,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#if !defined(LFHEAP_NO_VALGRIND) && defined(__has_include)
-#if __has_include(<valgrind/memcheck.h>)
+#if VGCLIENT_ENABLED
 #include <valgrind/memcheck.h>
-#define VGCLIENT_ENABLED 1
-#endif
 #endif
 
-#ifdef VGCLIENT_ENABLED
+#if VGCLIENT_ENABLED
 /* True under valgrind's memcheck: it answers a request to mark memory defined (here a
  * byte that is) with -1; natively and under other tools the answer is the default, 0. */
 LFH_INLINE bool vgclient_memcheck(void)

@@ -7,7 +7,8 @@
 set -euo pipefail
 
 LAYERS=(
-    "lfheap lfheap_buddy config common" # the public headers and the base macros
+    "config"                             # the switchboard
+    "lfheap lfheap_buddy common"         # the public headers and the base macros
     "platform park"                      # the kernel, libc and the CPU; test hooks
     "out sizeclass"
     "stats"                              # the counters: a leaf every layer counts into
