@@ -44,6 +44,7 @@
 
 #include "api.h"
 #include "common.h"
+#include "platform.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -83,8 +84,7 @@ static LFH_NOINLINE __attribute__((noreturn)) void cxx_bad_alloc(void)
         cxx_throw_bad_alloc();
     static const char msg[] = "lfheap: operator new: out of memory, and no C++ runtime to "
                               "throw std::bad_alloc\n";
-    ssize_t written = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)written;
+    platform_write(STDERR_FILENO, msg, sizeof msg - 1);
     abort();
 }
 

@@ -27,12 +27,12 @@
 #include "common.h"
 #include "os.h"
 #include "park.h"
+#include "platform.h"
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
 
 #define ARENA_SHIFT     26 /* log2(ARENA_SIZE) */
 #define ARENA_MIN_SHIFT 12 /* log2(ARENA_MIN_CHUNK) */
@@ -68,19 +68,12 @@ static _Atomic uint32_t last_purge_ms;
 static _Atomic int purge_delay_ms = -1;
 static __thread struct arena *arena_hint; /* the arena this thread last allocated from */
 
-static uint32_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
-}
-
 static uint32_t purge_delay(void)
 {
     /* Relaxed: every thread computes the same value from the environment. */
     int delay = atomic_load_explicit(&purge_delay_ms, memory_order_relaxed);
     if (delay < 0) {
-        const char *env = getenv("LFHEAP_PURGE_MS");
+        const char *env = platform_getenv("LFHEAP_PURGE_MS");
         long value = env ? strtol(env, NULL, 10) : ARENA_PURGE_DELAY_MS;
         delay = value < 0 ? 0 : value > 60000 ? 60000 : (int)value;
         atomic_store_explicit(&purge_delay_ms, delay, memory_order_relaxed);
@@ -362,7 +355,7 @@ static bool background_enabled(void)
     /* Relaxed: every thread computes the same value from the environment. */
     int on = atomic_load_explicit(&background_on, memory_order_relaxed);
     if (on < 0) {
-        const char *env = getenv("LFHEAP_BACKGROUND");
+        const char *env = platform_getenv("LFHEAP_BACKGROUND");
         on = env && env[0] != '\0' && !(env[0] == '0' && env[1] == '\0');
         atomic_store_explicit(&background_on, on, memory_order_relaxed);
     }
@@ -422,12 +415,12 @@ static void *purger_main(void *arg)
 {
     _Atomic uint64_t *word = purger_beat(false);
     uint64_t beat = (uint64_t)(uintptr_t)arg;
-    os_thread_name("lfheap-purge");
+    platform_thread_name("lfheap-purge");
     uint32_t interval = purger_interval(), longest = purger_longest_nap();
     uint32_t nap = interval;
     for (;;) {
-        os_sleep_ms(nap);
-        uint32_t now = now_ms();
+        platform_sleep_ms(nap);
+        uint32_t now = platform_now_ms();
         /* Relaxed: the word publishes nothing but itself. It changed only if a thread
          * found this purger's beat stale and claimed its place: then this one leaves. */
         if (!atomic_compare_exchange_strong_explicit(word, &beat, PURGER_ALIVE | now,
@@ -450,7 +443,7 @@ void arena_purger_start(void)
     arena_purger_wanted = false;
     int saved_errno = errno; /* the program's, which no successful call may change */
     _Atomic uint64_t *word = purger_beat(true);
-    uint32_t now = now_ms();
+    uint32_t now = platform_now_ms();
     /* Relaxed: see purger_main. */
     uint64_t seen = word ? atomic_load_explicit(word, memory_order_relaxed) : 0;
     uint64_t claim = PURGER_ALIVE | now;
@@ -473,7 +466,7 @@ void arena_purger_start(void)
 
 void arena_tick(void)
 {
-    uint32_t now = now_ms();
+    uint32_t now = platform_now_ms();
     purge_if_due(now, purge_delay() / 2 + 1);
     /* With the switch on, every tick glances at the heartbeat (a forked child's first
      * slow path finds it 0); a stale one asks the caller to start a purger. Relaxed: see
@@ -634,7 +627,8 @@ void arena_free(void *chunk, size_t size)
 {
     struct arena *a = arena_of(chunk);
     /* Relaxed: the push's release CAS publishes the stamp. */
-    atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], now_ms(), memory_order_relaxed);
+    atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], platform_now_ms(),
+                          memory_order_relaxed);
     dirty_push_chain(chunk_order(arena_chunk_size(size)), chunk, chunk);
     arena_tick();
 }

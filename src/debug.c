@@ -6,6 +6,7 @@
 #include "debug.h"
 
 #include "out.h"
+#include "platform.h"
 #include "sizeclass.h"
 #include "stats.h"
 
@@ -26,7 +27,7 @@ static bool abort_enabled(void)
     /* Relaxed: every thread computes the same value from the environment. */
     int enabled = atomic_load_explicit(&debug_abort, memory_order_relaxed);
     if (enabled < 0) {
-        const char *env = getenv("LFHEAP_ABORT");
+        const char *env = platform_getenv("LFHEAP_ABORT");
         enabled = !(env && strcmp(env, "0") == 0);
         atomic_store_explicit(&debug_abort, enabled, memory_order_relaxed);
     }

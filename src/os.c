@@ -1,9 +1,9 @@
 /*
- * os: mmap/munmap/madvise/mremap wrappers. An aligned mapping is first asked of the
- * kernel at an aligned address it would choose anyway (below), so that it needs no more
- * address space than its size; only when that fails does it over-reserve by the
- * alignment and trim both ends. Either way it costs three system calls at most in the
- * common case and never leaves an unaligned mapping behind.
+ * os: the memory layer over the platform's mmap/munmap/madvise/mremap. An aligned mapping is first
+ * asked of the kernel at an aligned address it would choose anyway (below), so that it needs no
+ * more address space than its size; only when that fails does it over-reserve by the alignment and
+ * trim both ends. Either way it costs three system calls at most in the common case and never
+ * leaves an unaligned mapping behind.
  *
  * Refused unmaps wait in a small table of slots. A slot is claimed by a CAS on its size
  * (0: free) and published by a release store of its address; a retrying thread takes the
@@ -11,23 +11,18 @@
  * the slot by clearing the size once the range is gone. No thread waits for another.
  *
  * The statistics build counts every memory system call here (and the bytes it names), so
- * the counts are exactly the memory system calls lfheap makes. The thread calls at the
- * end serve the optional background purger (arena.c) and are not counted.
+ * the counts are the memory system calls lfheap makes for its heap (the counters' own
+ * slabs, mapped by stats.c through the platform layer, are not counted). The calls
+ * themselves are the platform layer's; the thread start at the end serves the optional
+ * background purger (arena.c) and is not counted.
  */
 #include "os.h"
 
 #include "stats.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <string.h>
-#include <sys/auxv.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <time.h>
 
 /* `calls` is a STATS_*_CALLS counter; its bytes counter follows it. */
 static inline void os_count(unsigned calls, size_t bytes)
@@ -89,14 +84,14 @@ static void os_defer_unmap(void *addr, size_t size)
     }
     /* Every slot taken: the range stays reserved for good, but its pages go back. */
     os_count(STATS_MADVISE_CALLS, size);
-    madvise(addr, size, MADV_DONTNEED);
+    platform_decommit(addr, size);
 }
 
 bool os_protect(void *addr, size_t size, bool accessible)
 {
     if (os_fault())
         return false;
-    return mprotect(addr, size, accessible ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+    return platform_protect(addr, size, accessible);
 }
 
 /* splitmix64's finaliser: every input bit reaches every output bit. */
@@ -109,12 +104,8 @@ static uint64_t mix64(uint64_t x)
 
 uint64_t os_random(uint64_t salt)
 {
-    /* AT_RANDOM: 16 bytes the kernel fills at exec for the process's own use (glibc takes
-     * its stack and pointer guards from them; reading them takes nothing away). */
-    uint64_t words[2] = {0, 0};
-    const void *bytes = (const void *)getauxval(AT_RANDOM);
-    if (bytes)
-        memcpy(words, bytes, sizeof words);
+    uint64_t words[2];
+    platform_random_bytes(words);
     return mix64(words[0] ^ mix64(words[1] ^ salt));
 }
 
@@ -132,7 +123,7 @@ void os_retry(void)
         bool refused = os_fault();
         if (!refused)
             os_count(STATS_MUNMAP_CALLS, size);
-        if (refused || munmap((void *)addr, size) != 0) {
+        if (refused || !platform_unmap((void *)addr, size)) {
             /* Release: the next retrier reads the size again. */
             atomic_store_explicit(&os_deferred[i].addr, addr, memory_order_release);
             continue;
@@ -148,15 +139,14 @@ void os_retry(void)
 static void unmap_or_defer(void *addr, size_t size)
 {
     os_count(STATS_MUNMAP_CALLS, size);
-    if (munmap(addr, size) != 0)
+    if (!platform_unmap(addr, size))
         os_defer_unmap(addr, size);
 }
 
 static void *map_at(void *hint, size_t size)
 {
     os_count(STATS_MMAP_CALLS, size);
-    void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return platform_map(hint, size);
 }
 
 /* An aligned mapping without reserving more than its size: the kernel places an
@@ -193,9 +183,8 @@ static void *map_aligned(size_t size, size_t align)
     size_t padded = size + align - OS_PAGE_SIZE;
     if (padded < size)
         return NULL;
-    os_count(STATS_MMAP_CALLS, padded);
-    char *raw = mmap(NULL, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED)
+    char *raw = map_at(NULL, padded);
+    if (!raw)
         return NULL;
     uintptr_t start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
     size_t head = start - (uintptr_t)raw;
@@ -235,7 +224,7 @@ bool os_decommit(void *addr, size_t size)
     if (os_fault())
         return false;
     os_count(STATS_MADVISE_CALLS, size);
-    return madvise(addr, size, MADV_DONTNEED) == 0;
+    return platform_decommit(addr, size);
 }
 
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
@@ -243,7 +232,7 @@ bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
     if (os_fault())
         return false;
     os_count(STATS_MREMAP_CALLS, new_size);
-    return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
+    return platform_move(old, old_size, dest, new_size);
 }
 
 #if OS_FAULT_INJECTION
@@ -268,34 +257,11 @@ bool os_thread_start(void *(*fn)(void *), void *arg)
 {
     if (os_fault())
         return false;
-    pthread_attr_t attr;
-    if (pthread_attr_init(&attr) != 0)
-        return false;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* The new thread inherits the mask in force while it is created: all blocked. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t thread;
-    int refused = pthread_create(&thread, &attr, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    return refused == 0;
-}
-
-void os_thread_name(const char *name)
-{
-    prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
-}
-
-void os_sleep_ms(uint32_t ms)
-{
-    struct timespec pause = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    nanosleep(&pause, NULL);
+    return platform_thread_start(fn, arg);
 }
 
 bool os_wipe_on_fork(void *addr, size_t size)
 {
     os_count(STATS_MADVISE_CALLS, size);
-    return madvise(addr, size, MADV_WIPEONFORK) == 0;
+    return platform_wipe_on_fork(addr, size);
 }

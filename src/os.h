@@ -1,10 +1,9 @@
 /*
- * os: the only layer that talks to the kernel about memory (and threads). Everything
- * above asks for page-aligned, zero-filled regions here and gives them back here; no
- * layer calls mmap itself. All calls are thin wrappers over mmap/munmap/madvise/mremap/
- * mprotect, which are the only blocking operations in lfheap (docs/DESIGN.md, property
- * 1), and, for the optional background purger (arena.c), pthread_create and the purger's
- * own sleep.
+ * os: the memory layer. Everything above asks for page-aligned, zero-filled regions
+ * here and gives them back here; no layer above maps memory itself. The calls go to the
+ * kernel through the platform layer (platform.h): mmap/munmap/madvise/mremap/mprotect,
+ * which are the only blocking operations in lfheap (docs/DESIGN.md, property 1), and,
+ * for the optional background purger (arena.c), pthread_create.
  *
  * Failure: every call can fail, and a failed call changes nothing the layer above can
  * see. os_map returns NULL, os_move false, os_decommit false (the pages keep their
@@ -24,12 +23,11 @@
 #define OS_PAGE_SIZE PLATFORM_PAGE_SIZE
 
 /* Every mapping os_map returns ends at or below 2^OS_ADDRESS_BITS (256 TiB), which is
- * what the page map and the arena registry cover. Linux maps below 2^47 on x86-64 and
- * below 2^48 on aarch64, also where 5-level page tables (x86-64 LA57) or 52-bit virtual
- * addresses (aarch64) offer more, unless mmap is given a hint above that limit; lfheap's
- * only hints lie below a mapping the kernel just chose. os_map checks the result all the
- * same, and refuses (ENOMEM) rather than hand out memory the page map cannot describe. */
-#define OS_ADDRESS_BITS  48
+ * what the page map and the arena registry cover (platform.h says why the kernel stays
+ * below it); lfheap's only hints lie below a mapping the kernel just chose. os_map checks
+ * the result all the same, and refuses (ENOMEM) rather than hand out memory the page map
+ * cannot describe. */
+#define OS_ADDRESS_BITS  PLATFORM_ADDRESS_BITS
 #define OS_ADDRESS_LIMIT ((uintptr_t)1 << OS_ADDRESS_BITS)
 
 /* Zero-filled read-write anonymous memory of `size` bytes (a multiple of OS_PAGE_SIZE),
@@ -70,14 +68,6 @@ void os_retry(void);
  * thread's TLS vector): the caller must be where a malloc of its own is safe, and not in
  * a signal handler. False if refused (no memory, too many threads): nothing started. */
 bool os_thread_start(void *(*fn)(void *), void *arg);
-
-/* Names the calling thread, as ps -L and /proc/PID/task/TID/comm show it (15 characters
- * at most); a refusal is ignored. */
-void os_thread_name(const char *name);
-
-/* Sleeps `ms` milliseconds (the background purger's own pause between rounds: it waits
- * for time to pass, never for another thread). May return early. */
-void os_sleep_ms(uint32_t ms);
 
 /* Marks the range to read as zeros in a child made by fork (MADV_WIPEONFORK, Linux 4.14
  * on): a word kept there tells a child that what it describes ran in the parent. False

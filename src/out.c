@@ -1,14 +1,15 @@
 /*
  * out: see out.h. write(2) is the only call; errno is saved and restored, so a report
- * leaves the program's errno as it was. It is made through syscall(), not libc's write(),
- * which is a cancellation point: a thread with a cancellation pending would be cancelled
- * in the middle of malloc_stats (or of a debug report) and never return from it, where
- * glibc's malloc_stats completes.
+ * leaves the program's errno as it was. It is made as a raw system call (platform_write),
+ * not through libc's write(), which is a cancellation point: a thread with a cancellation
+ * pending would be cancelled in the middle of malloc_stats (or of a debug report) and
+ * never return from it, where glibc's malloc_stats completes.
  */
 #include "out.h"
 
+#include "platform.h"
+
 #include <errno.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 void out_init(struct out *o, int fd)
@@ -22,7 +23,7 @@ void out_flush(struct out *o)
     int saved = errno;
     size_t done = 0;
     while (done < o->len) {
-        long n = syscall(SYS_write, o->fd, o->buf + done, o->len - done);
+        long n = platform_write(o->fd, o->buf + done, o->len - done);
         if (n > 0)
             done += (size_t)n;
         else if (n < 0 && errno == EINTR)

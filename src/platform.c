@@ -1,17 +1,57 @@
 /*
- * platform: the system calls and libc services lfheap uses, see platform.h.
+ * platform: the system calls and libc services lfheap uses, see platform.h. Thin: each
+ * function is one call and its result, so that the layers above keep every decision.
  */
 #include "platform.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <string.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
 
-void *platform_map(size_t size)
+/* ---- memory ----------------------------------------------------------------------- */
+
+void *platform_map(void *hint, size_t size)
 {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
+
+bool platform_unmap(void *addr, size_t size)
+{
+    return munmap(addr, size) == 0;
+}
+
+bool platform_decommit(void *addr, size_t size)
+{
+    return madvise(addr, size, MADV_DONTNEED) == 0;
+}
+
+bool platform_wipe_on_fork(void *addr, size_t size)
+{
+    return madvise(addr, size, MADV_WIPEONFORK) == 0;
+}
+
+bool platform_move(void *old, size_t old_size, void *dest, size_t new_size)
+{
+    return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
+}
+
+bool platform_protect(void *addr, size_t size, bool accessible)
+{
+    return mprotect(addr, size, accessible ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+}
+
+/* ---- threads ---------------------------------------------------------------------- */
 
 bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
                              void *value)
@@ -34,4 +74,78 @@ bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(
         }
     }
     return pthread_setspecific((pthread_key_t)(current - 1), value) == 0;
+}
+
+bool platform_thread_start(void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0)
+        return false;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    /* The new thread inherits the mask in force while it is created: all blocked. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    int refused = pthread_create(&thread, &attr, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return refused == 0;
+}
+
+void platform_thread_name(const char *name)
+{
+    prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);
+}
+
+void platform_sleep_ms(uint32_t ms)
+{
+    struct timespec pause = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&pause, NULL);
+}
+
+/* ---- the process ------------------------------------------------------------------ */
+
+uint32_t platform_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
+}
+
+const char *platform_getenv(const char *name)
+{
+    return getenv(name);
+}
+
+uint64_t platform_pid(void)
+{
+    return (uint64_t)getpid();
+}
+
+void platform_random_bytes(uint64_t out[2])
+{
+    /* AT_RANDOM: 16 bytes the kernel fills at exec for the process's own use (glibc takes
+     * its stack and pointer guards from them; reading them takes nothing away). */
+    out[0] = out[1] = 0;
+    const void *bytes = (const void *)getauxval(AT_RANDOM);
+    if (bytes)
+        memcpy(out, bytes, 2 * sizeof out[0]);
+}
+
+long platform_write(int fd, const void *buf, size_t len)
+{
+    return syscall(SYS_write, fd, buf, len);
+}
+
+uintptr_t platform_context_ip(const void *context)
+{
+    const ucontext_t *uc = context;
+#if defined(__x86_64__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)uc->uc_mcontext.pc;
+#else
+#error "platform: read the interrupted instruction pointer from the ucontext here"
+#endif
 }

@@ -1,7 +1,25 @@
 /*
- * platform: the boundary between lfheap and the kernel, libc and the CPU. Every layer
- * above reaches the system through here (the os layer adds what lfheap needs of memory:
- * alignment, counting, refused unmaps, failure injection).
+ * platform: the boundary between lfheap and the kernel, libc and the CPU. Every other
+ * file reaches the system through here: the memory system calls (the os layer above
+ * adds alignment, counting, refused unmaps and failure injection), threads and their exit
+ * keys, the clock, the environment, raw output, the process's random bytes, the
+ * interrupted context of a signal, and the thread-pointer-relative access of the thread
+ * cache's fast path. Nothing here keeps state of its own but the thread-exit keys the
+ * callers hold.
+ *
+ * Porting lfheap to another CPU or kernel is a matter of this file pair:
+ *  - PLATFORM_PAGE_SIZE (aarch64 kernels may use 16 KiB or 64 KiB pages) and
+ *    PLATFORM_ADDRESS_BITS (what the page map must cover);
+ *  - PLATFORM_TLS_SEG and platform_tls_offset: x86-64 reaches the thread cache
+ *    %fs-relative; elsewhere the generic fallback (an ordinary thread-local address, one
+ *    instruction more on the fast path) is already correct, and aarch64 could read
+ *    tpidr_el0 here;
+ *  - platform_context_ip: where the ucontext keeps the interrupted instruction pointer
+ *    (x86-64 and aarch64 are written);
+ *  - the system calls in platform.c, if the kernel is not Linux (MADV_DONTNEED reading
+ *    back as zeros, MADV_WIPEONFORK, mremap, prctl, AT_RANDOM, CLOCK_MONOTONIC_COARSE).
+ * Beside it only the C++ unwinding table of api_cxx_catch.S is per CPU (x86-64 and
+ * aarch64 are written), and LFH_CACHE_LINE (common.h) assumes 64-byte lines.
  */
 #ifndef LFHEAP_PLATFORM_H
 #define LFHEAP_PLATFORM_H
@@ -10,16 +28,44 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The kernel's page: the granule of every memory call. Linux on x86-64 and most aarch64
  * kernels use 4 KiB pages; lfheap assumes them. */
 #define PLATFORM_PAGE_SIZE ((size_t)4096)
 
+/* Linux maps below 2^47 on x86-64 and below 2^48 on aarch64, also where 5-level page
+ * tables (x86-64 LA57) or 52-bit virtual addresses (aarch64) offer more, unless mmap is
+ * given a hint above that limit. */
+#define PLATFORM_ADDRESS_BITS 48
+
+/* ---- memory ----------------------------------------------------------------------- */
+
 /* Zero-filled read-write anonymous memory of `size` bytes (a multiple of the page size),
- * page-aligned, wherever the kernel puts it; NULL when it says no. Uncounted: the
- * statistics' own counters live in such memory (stats.c), below the os layer that
- * counts. */
-void *platform_map(size_t size);
+ * page-aligned, at `hint` if the kernel agrees (NULL: wherever it likes); NULL when it
+ * says no. Uncounted: the os layer counts its own calls, and the statistics' counters
+ * live in memory mapped here directly (stats.c), below the layer that counts. */
+void *platform_map(void *hint, size_t size);
+
+/* munmap; false if the kernel refused. */
+bool platform_unmap(void *addr, size_t size);
+
+/* Lets the kernel drop the range's pages (MADV_DONTNEED), which then read back as zeros;
+ * false if the kernel refused. */
+bool platform_decommit(void *addr, size_t size);
+
+/* Marks the range to read as zeros in a forked child (MADV_WIPEONFORK); false if the
+ * kernel refused. */
+bool platform_wipe_on_fork(void *addr, size_t size);
+
+/* Moves the pages of [old, old + old_size) onto `dest`, growing to new_size (mremap with
+ * MREMAP_FIXED); false on failure, and then both mappings are as they were. */
+bool platform_move(void *old, size_t old_size, void *dest, size_t new_size);
+
+/* Makes the range inaccessible or read-write again; false if the kernel refused. */
+bool platform_protect(void *addr, size_t size, bool accessible);
+
+/* ---- threads ---------------------------------------------------------------------- */
 
 /* Has `destructor(value)` run when this thread exits, under a process-wide pthread key
  * made on first use and kept in *key_plus_one (key + 1; 0 while none exists). False if
@@ -29,5 +75,62 @@ void *platform_map(size_t size);
  * a destructor). */
 bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
                              void *value);
+
+/* Starts a detached thread running fn(arg) with every signal blocked; the caller's mask
+ * is as it was on return. False if refused. */
+bool platform_thread_start(void *(*fn)(void *), void *arg);
+
+/* Names the calling thread (15 characters at most); a refusal is ignored. */
+void platform_thread_name(const char *name);
+
+/* Sleeps `ms` milliseconds; may return early. */
+void platform_sleep_ms(uint32_t ms);
+
+/* ---- the process ------------------------------------------------------------------ */
+
+/* A coarse monotonic clock in milliseconds (a few ms of resolution, no system call:
+ * the vDSO), wrapping after 49 days. */
+uint32_t platform_now_ms(void);
+
+/* The environment variable `name`, or NULL. Does not allocate. */
+const char *platform_getenv(const char *name);
+
+/* The process id, for reports. */
+uint64_t platform_pid(void);
+
+/* The kernel's 16 random bytes for this process (AT_RANDOM), read without a system call
+ * and without taking anything from anyone; zeros if the kernel gave none. */
+void platform_random_bytes(uint64_t out[2]);
+
+/* write(2) of up to `len` bytes, made as a raw system call: libc's write is a
+ * cancellation point, and a report must not be cancelled half way. The bytes written, or
+ * -1 with errno set. */
+long platform_write(int fd, const void *buf, size_t len);
+
+/* The instruction pointer the signal whose handler got `context` (a ucontext_t, the
+ * third argument of an SA_SIGINFO handler) interrupted. */
+uintptr_t platform_context_ip(const void *context);
+
+/* ---- the thread pointer ----------------------------------------------------------- */
+
+/* The fast paths reach a thread-local variable relative to the thread pointer. On x86-64
+ * the variable's offset from %fs is one load from the GOT (initial-exec TLS; the linker
+ * turns it into an immediate in an executable) and the variable is accessed %fs-relative
+ * (the __seg_fs address space of gcc and clang), which spares reading the thread pointer
+ * and adding it. Elsewhere, and under the sanitizers (BUILD_SANITIZED), the "offset" is
+ * the variable's address and PLATFORM_TLS_SEG is empty. A pointer to PLATFORM_TLS_SEG
+ * memory made from platform_tls_offset(var) + n reaches the bytes at n in `var`. */
+#if defined(__x86_64__) && defined(__SEG_FS) && !BUILD_SANITIZED
+#define PLATFORM_TLS_SEG __seg_fs
+#define platform_tls_offset(var)                                                                   \
+    __extension__({                                                                                \
+        uintptr_t platform_offset_;                                                                \
+        __asm__("movq " #var "@gottpoff(%%rip), %0" : "=r"(platform_offset_));                     \
+        platform_offset_;                                                                          \
+    })
+#else
+#define PLATFORM_TLS_SEG
+#define platform_tls_offset(var) ((uintptr_t) & (var))
+#endif
 
 #endif

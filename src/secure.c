@@ -6,6 +6,7 @@
 
 #include "os.h"
 #include "out.h"
+#include "platform.h"
 
 #include <stdlib.h>
 
@@ -18,7 +19,7 @@ struct secure_keys secure_keys;
  */
 void secure_init(void)
 {
-    const char *fill = getenv("LFHEAP_SECURE_FILL");
+    const char *fill = platform_getenv("LFHEAP_SECURE_FILL");
     bool zero = fill && strcmp(fill, "zero") == 0;
     bool whole = zero || (fill && strcmp(fill, "full") == 0);
     uint64_t byte = zero ? 0 : SECURE_FILL_POISON;

@@ -30,6 +30,7 @@
 #include "sigwrap.h"
 
 #include "common.h"
+#include "platform.h"
 #include "tcache.h"
 
 #include <errno.h>
@@ -37,7 +38,6 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <ucontext.h>
 
 /* Relaxed counters: statistics for tests. */
 static _Atomic uint64_t sigwrap_delivered, sigwrap_in_code, sigwrap_in_slow_path;
@@ -80,14 +80,7 @@ enum { SIGWRAP_OUTSIDE, SIGWRAP_IN_CODE, SIGWRAP_IN_SLOW_PATH };
 
 static unsigned interrupted_where(const void *context)
 {
-    const ucontext_t *uc = context;
-#if defined(__x86_64__)
-    uintptr_t ip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-    uintptr_t ip = (uintptr_t)uc->uc_mcontext.pc;
-#else
-#error "sigwrap: read the interrupted instruction pointer from the ucontext here"
-#endif
+    uintptr_t ip = platform_context_ip(context);
     if (ip - (uintptr_t)__start_lfheap_text <
             (uintptr_t)__stop_lfheap_text - (uintptr_t)__start_lfheap_text ||
         ip - atomic_load_explicit(&sigwrap_restorer, memory_order_relaxed) < SIGWRAP_RESTORER_BYTES)

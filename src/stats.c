@@ -55,7 +55,7 @@ static struct stats_block *stats_take(void)
     }
     size_t bytes = (sizeof(struct stats_block) * STATS_SLAB_BLOCKS + PLATFORM_PAGE_SIZE - 1) &
                    ~(PLATFORM_PAGE_SIZE - 1);
-    struct stats_block *slab = platform_map(bytes);
+    struct stats_block *slab = platform_map(NULL, bytes);
     if (!slab)
         return NULL;
     /* Zeroed by the kernel; only the links and our claim need writing before the push. */

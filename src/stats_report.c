@@ -9,6 +9,7 @@
 #include "arena.h"
 #include "lfheap.h"
 #include "out.h"
+#include "platform.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -177,7 +178,7 @@ static void stats_print(int fd, bool thread_only)
     struct out o;
     out_init(&o, fd);
     out_str(&o, "lfheap statistics, pid ");
-    out_dec(&o, (uint64_t)getpid());
+    out_dec(&o, platform_pid());
     if (thread_only) {
         out_str(&o, ", this thread's heap");
         if (s.counters && !only) {
@@ -426,7 +427,7 @@ static bool stats_at_exit;
 
 __attribute__((constructor)) static void stats_config(void)
 {
-    const char *env = getenv("LFHEAP_STATS");
+    const char *env = platform_getenv("LFHEAP_STATS");
     stats_at_exit = env && env[0] && strcmp(env, "0") != 0;
 }
 

@@ -22,6 +22,7 @@
 #include "arena.h"
 #include "common.h"
 #include "heap.h"
+#include "platform.h"
 #include "sizeclass.h"
 
 #include <stdbool.h>
@@ -83,28 +84,14 @@ void tcache_free_slow(void *block, struct descriptor *desc) LFH_NOINLINE;
  * the result is the number of blocks it had cached. */
 unsigned tcache_flush_all(void);
 
-/* The fast paths reach the calling thread's cache relative to the thread pointer. On
- * x86-64 the offset of tcache_self from %fs is one load from the GOT (initial-exec TLS;
- * the linker turns it into an immediate in an executable) and the cache is accessed
- * %fs-relative (the __seg_fs address space of gcc and clang), which spares reading the
- * thread pointer and adding it. Elsewhere, and under the sanitizers (which would check
- * a %fs-relative access as if it were at the bare offset), the offset is the cache's
- * address. Slow paths use &tcache_self; no function mixes both kinds of access. */
-#if defined(__x86_64__) && defined(__SEG_FS) && !BUILD_SANITIZED
-#define TCACHE_SEG __seg_fs
+/* The fast paths reach the calling thread's cache relative to the thread pointer
+ * (platform.h: %fs-relative on x86-64, which spares reading the thread pointer and
+ * adding it). Slow paths use &tcache_self; no function mixes both kinds of access. */
+#define TCACHE_SEG PLATFORM_TLS_SEG
 LFH_INLINE uintptr_t tcache_base(void)
 {
-    uintptr_t offset;
-    __asm__("movq tcache_self@gottpoff(%%rip), %0" : "=r"(offset));
-    return offset;
+    return platform_tls_offset(tcache_self);
 }
-#else
-#define TCACHE_SEG
-LFH_INLINE uintptr_t tcache_base(void)
-{
-    return (uintptr_t)&tcache_self;
-}
-#endif
 
 /* free and malloc index the bins with class * SIZECLASS_STRIDE, without scaling; the
  * bump path reaches its class's cold part at a fixed distance from the bin. */
