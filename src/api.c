@@ -16,7 +16,7 @@
  * pointers the program passes. Their code is compiled only there: API_INSTRUMENTED, the
  * STATS_ and DEBUG_ switches and the stats_/debug_ hooks are constant 0 or empty in the
  * release build, whose code is what it would be without them. realloc and resize
- * allocate and free through malloc_block and release_block, which count nothing, so a
+ * allocate and free through malloc_block and free_known_block, which count nothing, so a
  * call is counted once, as the routine the program called.
  */
 #include "lfheap.h"
@@ -66,7 +66,8 @@ static inline size_t block_room(size_t request)
 LFH_INLINE void *counted(enum lfh_stats_routine routine, size_t request, void *block)
 {
     if (STATS_ENABLED)
-        stats_count_alloc(routine, request, block ? usable_size(pagemap_find(block)) : 0);
+        stats_count_alloc(routine, request,
+                          block ? usable_size(pagemap_desc_or_foreign(block)) : 0);
     return block;
 }
 
@@ -76,7 +77,7 @@ LFH_INLINE void *counted_resize(enum lfh_stats_routine routine, size_t request, 
 {
     if (STATS_ENABLED)
         stats_count_resize(routine, request, old_usable,
-                           block ? usable_size(pagemap_find(block)) : 0);
+                           block ? usable_size(pagemap_desc_or_foreign(block)) : 0);
     return block;
 }
 
@@ -147,7 +148,7 @@ static void *alloc_tracked(const struct heap_props *props, bool clear)
             return fail_nomem();
     }
     /* The debug build's block state (debug.h) in the record survives this. */
-    struct descriptor *desc = pagemap_find(block);
+    struct descriptor *desc = pagemap_desc_or_foreign(block);
     heap_props_set(desc, block, props);
     debug_born(desc, block, size);
     /* Pages fresh from the kernel or decommitted read as zeros already. */
@@ -184,7 +185,7 @@ LFH_INLINE void *malloc_small_instrumented(size_t size, size_t *usable)
         return NULL;
     unsigned size_class = sizeclass_lookup[room] / SIZECLASS_STRIDE;
     uint32_t record = (uint32_t)size | HEAP_RECORD_MALLOC;
-    debug_born_small(pagemap_find(block), block, size, record);
+    debug_born_small(pagemap_desc_or_foreign(block), block, size, record);
     *usable = sizeclass_block_size[size_class];
     return block;
 }
@@ -244,7 +245,8 @@ LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
         void *block = tcache_bin_take(tcache_base() + API_TRACKED_BINS +
                                       sizeclass_lookup[bytes + SECURE_TAIL_BYTES]);
         if (LFH_LIKELY(block != NULL)) {
-            *heap_record_at(pagemap_find(block), block) = (uint32_t)bytes | HEAP_RECORD_CALLOC;
+            *heap_record_at(pagemap_desc_or_foreign(block), block) =
+                (uint32_t)bytes | HEAP_RECORD_CALLOC;
             return counted(LFH_STATS_CALLOC, bytes, memset(block, 0, bytes));
         }
     }
@@ -357,7 +359,7 @@ LFH_EXPORT void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size)
  * (not at the start of) a block, a block never handed out, or one already freed. */
 static struct descriptor *block_descriptor(const void *ptr, const char *routine)
 {
-    struct descriptor *desc = pagemap_lookup(ptr);
+    struct descriptor *desc = pagemap_desc_or_null(ptr);
     if (LFH_LIKELY(desc && heap_block_live(desc, ptr)))
         return desc;
     /* The secure build stops the program: a block start below the carve frontier that
@@ -369,7 +371,9 @@ static struct descriptor *block_descriptor(const void *ptr, const char *routine)
     return NULL;
 }
 
-static LFH_NOINLINE void free_slow(void *ptr)
+/* free of a pointer the thread cache did not take: a large block, a block of a
+ * superblock another thread owns, or no live block at all (ignored). */
+static LFH_NOINLINE void free_uncached(void *ptr)
 {
     struct descriptor *desc = block_descriptor(ptr, "free");
     if (!desc)
@@ -382,7 +386,7 @@ static LFH_NOINLINE void free_slow(void *ptr)
 
 /* Frees the block at ptr, whose descriptor is desc: free's path once it knows the block
  * (and realloc's and resize's for the block they leave, uncounted). */
-static void release_block(void *ptr, struct descriptor *desc)
+static void free_known_block(void *ptr, struct descriptor *desc)
 {
     debug_died(desc, ptr);
     if (desc->class_index == HEAP_CLASS_LARGE) {
@@ -416,14 +420,14 @@ static LFH_NOINLINE void free_checked(void *ptr, const char *routine, bool sized
     if (sized)
         debug_check_sized(ptr, desc, request, size, align);
     stats_count_free(usable_size(desc), request);
-    release_block(ptr, desc);
+    free_known_block(ptr, desc);
 }
 
 /* free's fast path in those builds: a live small block (the debug build checks and fills
  * it first) that goes back into this thread's cache; anything else takes free_checked. */
 LFH_INLINE void free_instrumented(void *ptr)
 {
-    struct descriptor *desc = pagemap_find(ptr);
+    struct descriptor *desc = pagemap_desc_or_foreign(ptr);
     size_t usable = desc->block_size;
     size_t request;
     if (!debug_died_small(desc, ptr, &request)) {
@@ -452,9 +456,9 @@ LFH_EXPORT void lfh_free(void *ptr)
         return;
     }
     /* Unknown pointers (NULL too) get a descriptor no thread owns: slow path. */
-    if (LFH_LIKELY(tcache_free(ptr, pagemap_find(ptr))))
+    if (LFH_LIKELY(tcache_free(ptr, pagemap_desc_or_foreign(ptr))))
         return;
-    free_slow(ptr);
+    free_uncached(ptr);
 }
 
 LFH_EXPORT void lfh_cfree(void *ptr)
@@ -559,7 +563,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
         if (!fresh)
             return NULL;
         memcpy(fresh, ptr, size < usable ? size : usable);
-        release_block(ptr, desc);
+        free_known_block(ptr, desc);
         return fresh;
     }
     struct heap_props props = block_props(desc, ptr);
@@ -594,7 +598,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     memcpy(fresh, ptr, copied);
     if (props.zero_fill && size > copied)
         memset((char *)fresh + copied, 0, size - copied);
-    release_block(ptr, desc);
+    free_known_block(ptr, desc);
     return fresh;
 }
 
@@ -614,7 +618,7 @@ static struct descriptor *resize_begin(enum lfh_stats_routine routine, const cha
     }
     if (size == 0) {
         counted_resize(routine, 0, usable_size(desc), NULL);
-        release_block(ptr, desc);
+        free_known_block(ptr, desc);
         return NULL;
     }
     return desc;
@@ -687,7 +691,7 @@ static void *resize_call(enum lfh_stats_routine routine, const char *name, void 
     }
     void *fresh = aligned_routine ? alloc_tracked(&props, false) : malloc_block(size);
     if (fresh)
-        release_block(ptr, desc);
+        free_known_block(ptr, desc);
     return counted_resize(routine, size, old_usable, fresh);
 }
 

@@ -146,7 +146,7 @@ LFH_INLINE void debug_born_small(struct descriptor *desc, void *block, size_t re
     stats_add(STATS_REQUEST_IN, request);
 }
 
-/* free's fast path: if `ptr` (desc = pagemap_find(ptr)) is a live small block with an
+/* free's fast path: if `ptr` (desc = pagemap_desc_or_foreign(ptr)) is a live small block with an
  * intact canary, marks it freed, fills it, sets *request and returns true; otherwise
  * returns false and changes nothing (the checked path then reports). */
 LFH_INLINE bool debug_died_small(struct descriptor *desc, void *ptr, size_t *request)

@@ -50,7 +50,7 @@ bool pagemap_set(const void *start, size_t size, struct descriptor *desc)
     for (uintptr_t a = first; a < end; a += (uintptr_t)1 << PAGEMAP_PAGE_SHIFT) {
         pagemap_entry *leaf = leaf_at(
             atomic_load_explicit(&pagemap.root[a >> PAGEMAP_LEAF_SHIFT], memory_order_relaxed));
-        /* Relaxed: see pagemap_find; the pointer's hand-off orders this store. */
+        /* Relaxed: see pagemap_desc_or_foreign; the pointer's hand-off orders this store. */
         atomic_store_explicit(&leaf[(uint32_t)a >> PAGEMAP_PAGE_SHIFT], entry,
                               memory_order_relaxed);
     }

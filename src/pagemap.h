@@ -11,7 +11,7 @@
  * designates `pagemap.zero_leaf`, a leaf that is never written (its pages are the
  * kernel's shared zero page); a leaf entry holds the descriptor's address minus that of
  * `pagemap.foreign`, and an empty entry (0) therefore designates `pagemap.foreign`, a
- * descriptor whose owner is no thread. So pagemap_find() always returns a readable
+ * descriptor whose owner is no thread. So pagemap_desc_or_foreign() always returns a readable
  * descriptor, and one that is not lfheap's fails the owner test like a remote block.
  *
  * Entries are written when a superblock or large block is set up and cleared before its
@@ -47,7 +47,7 @@ extern struct pagemap pagemap;
 
 /* The descriptor of the page holding `ptr`, or &pagemap.foreign if lfheap does not own
  * that page (also for NULL and for addresses at or above OS_ADDRESS_LIMIT). */
-LFH_INLINE struct descriptor *pagemap_find(const void *ptr)
+LFH_INLINE struct descriptor *pagemap_desc_or_foreign(const void *ptr)
 {
     uintptr_t addr = (uintptr_t)ptr;
     uintptr_t root_index = addr >> PAGEMAP_LEAF_SHIFT;
@@ -70,9 +70,9 @@ LFH_INLINE struct descriptor *pagemap_find(const void *ptr)
 }
 
 /* The descriptor of the page holding `ptr`, or NULL if lfheap does not own that page. */
-LFH_INLINE struct descriptor *pagemap_lookup(const void *ptr)
+LFH_INLINE struct descriptor *pagemap_desc_or_null(const void *ptr)
 {
-    struct descriptor *desc = pagemap_find(ptr);
+    struct descriptor *desc = pagemap_desc_or_foreign(ptr);
     return desc == &pagemap.foreign ? NULL : desc;
 }
 

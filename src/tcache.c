@@ -79,10 +79,11 @@ static uint32_t clamp_blocks(size_t bytes, unsigned cls, uint32_t lo, uint32_t h
 
 static void tcache_thread_exit(void *unused);
 
-/* Frees a block from inside the cache layer, as lfh_free would. */
-static void release_block(void *block)
+/* Frees a block the cache layer itself used (an orphaned cache's copy), as lfh_free
+ * would. */
+static void free_internal(void *block)
 {
-    struct descriptor *desc = pagemap_lookup(block);
+    struct descriptor *desc = pagemap_desc_or_null(block);
     if (!tcache_free(block, desc))
         tcache_free_slow(block, desc);
 }
@@ -118,7 +119,7 @@ static void tcache_setup(struct tcache *tc)
     if (orphan) {
         LFH_PARK(TCACHE_ADOPT_TAKEN);
         *tc = *orphan;
-        release_block(orphan); /* the copy lived in a block the orphan owned: now ours */
+        free_internal(orphan); /* the copy lived in a block the orphan owned: now ours */
         STATS_ADD(STATS_CACHES_ADOPTED, 1);
         return;
     }
@@ -171,7 +172,7 @@ static unsigned give_back_list(void *list)
     while (list) {
         /* A run: the list's links already chain it, a range test bounds it (the end of
          * the list, NULL, is out of every range). */
-        struct descriptor *d = pagemap_lookup(list);
+        struct descriptor *d = pagemap_desc_or_null(list);
         uintptr_t start = (uintptr_t)d->start;
         size_t size = d->size;
         void *first = list, *last = list;
@@ -327,7 +328,7 @@ void *tcache_alloc_slow_size(size_t size)
 static void flush_bin(void *block)
 {
     struct tcache *tc = &tcache_self;
-    unsigned cls = pagemap_lookup(block)->class_index;
+    unsigned cls = pagemap_desc_or_null(block)->class_index;
     struct tcache_bin *bin = &tc->bins[cls];
     struct tcache_cold *cold = &tc->cold[cls];
     /* The list overflowed with `block`, its head: the rest becomes the spare magazine, and
@@ -352,7 +353,9 @@ void tcache_flush(void *block)
     tcache_purger_poll();
 }
 
-static void free_slow(void *block, struct descriptor *desc)
+/* A small block this thread's cache may not keep: buffered to go back to its superblock
+ * in a batch, or, once the cache was handed back, given back at once. */
+static void free_remote(void *block, struct descriptor *desc)
 {
     secure_check_free(block, desc->block_size);
     struct tcache *tc = &tcache_self;
@@ -375,12 +378,12 @@ static void free_slow(void *block, struct descriptor *desc)
 void tcache_free_slow(void *block, struct descriptor *desc)
 {
     busy_enter();
-    free_slow(block, desc);
+    free_remote(block, desc);
     busy_leave();
     tcache_purger_poll();
 }
 
-static unsigned flush_cache(struct tcache *tc)
+unsigned tcache_flush_cache(struct tcache *tc)
 {
     unsigned cached = tc->remote_count;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
@@ -408,13 +411,13 @@ unsigned tcache_flush_all(void)
     unsigned cached = 0;
     struct tcache *orphan;
     while ((orphan = orphan_take()) != NULL) {
-        cached += flush_cache(orphan);
-        release_block(orphan);
+        cached += tcache_flush_cache(orphan);
+        free_internal(orphan);
     }
     /* Last: the orphans' own blocks were just freed into this cache. An uncached thread's
      * bins are empty; hidden ones are not this call's to touch. */
     if (tcache_self.id != TCACHE_ID_EXITED)
-        cached += flush_cache(&tcache_self);
+        cached += tcache_flush_cache(&tcache_self);
     busy_leave();
     return cached;
 }
@@ -495,160 +498,8 @@ static bool tcache_orphan(struct tcache *tc)
             return true;
         }
     }
-    release_block(copy);
+    free_internal(copy);
     return false;
-}
-
-/* ---- hiding the cache from signal handlers ----------------------------------------- */
-
-/* Hidings in progress on this thread: more than one when signals nest, and it stays above
- * zero when a handler never returns (pthread_exit or siglongjmp out of it). */
-static __thread unsigned hide_depth;
-/* The outermost hiding's save, where thread exit finds it. */
-static __thread struct tcache_hidden hidden_outer;
-/* tcache_busy when the outermost hiding began: zero means that the interrupted code was
- * outside every slow path, where the cache is whole between any two instructions (the
- * fast paths update only a bin's list, credit and bump pointer, each store leaving a
- * usable bin; an interrupted call at worst loses the one block it had in hand). */
-static __thread unsigned hidden_busy;
-/* True while hidden_outer holds a complete save. */
-static __thread bool hidden_complete;
-
-/* Thread exit has counted the hidden cache. A handler that kills the thread during that
- * exit makes glibc run it again (tcache_thread_exit), which must not count it twice. Set
- * before the counter it guards, so a kill between the two loses one count rather than
- * doubling one. */
-static __thread bool hidden_exit_counted;
-
-/* Relaxed counters: statistics, read by tcache_lost_get. */
-static _Atomic uint64_t lost_reclaimed, lost_abandoned, lost_blocks, lost_bytes;
-
-/* The fences below are signal fences: everything here races only with signal handlers on
- * the same thread, which see memory as of the instruction they interrupted. */
-void tcache_hide(struct tcache_hidden *frame)
-{
-    struct tcache *tc = &tcache_self;
-    unsigned depth = hide_depth;
-    hide_depth = depth + 1;
-    /* From here on, a signal that interrupts this hiding nests and saves in its own frame
-     * whatever it finds; before, it completes a whole outermost hiding of its own. */
-    atomic_signal_fence(memory_order_seq_cst);
-    struct tcache_hidden *save = depth == 0 ? &hidden_outer : frame;
-    frame->outermost = depth == 0;
-    save->id = tc->id;
-    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-        save->head[cls] = tc->bins[cls].head;
-        save->bump_end[cls] = tc->bins[cls].bump_end;
-    }
-    if (depth == 0) {
-        hidden_busy = tcache_busy;
-        atomic_signal_fence(memory_order_seq_cst);
-        hidden_complete = true;
-    }
-    atomic_signal_fence(memory_order_seq_cst);
-    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-        tc->bins[cls].head = NULL;
-        tc->bins[cls].bump_end = tc->bins[cls].bump;
-    }
-    tc->id = TCACHE_ID_EXITED;
-    atomic_signal_fence(memory_order_seq_cst);
-}
-
-/* Puts back the bins' lists and bump ends and the id that `save` holds. */
-static void restore_bins(struct tcache *tc, const struct tcache_hidden *save)
-{
-    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-        tc->bins[cls].head = save->head[cls];
-        tc->bins[cls].bump_end = save->bump_end[cls];
-    }
-    tc->id = save->id;
-}
-
-void tcache_unhide(const struct tcache_hidden *frame)
-{
-    struct tcache *tc = &tcache_self;
-    const struct tcache_hidden *save = frame->outermost ? &hidden_outer : frame;
-    if (frame->outermost) {
-        hidden_complete = false;
-        atomic_signal_fence(memory_order_seq_cst);
-    }
-    restore_bins(tc, save);
-    atomic_signal_fence(memory_order_seq_cst);
-    hide_depth--;
-}
-
-/* Blocks on a list of a cache that may be torn, and their bytes. Every link is checked
- * against the page map before it is followed: a block inside a live small superblock lies
- * in arena memory, which stays mapped, so even a stale link is safe to read. */
-#define TCACHE_COUNT_MAX 65536
-static uint64_t count_held(void *block, uint64_t *bytes)
-{
-    uint64_t count = 0;
-    while (block && count < TCACHE_COUNT_MAX) {
-        struct descriptor *d = pagemap_lookup(block);
-        if (!d || d->class_index == HEAP_CLASS_LARGE ||
-            (size_t)((char *)block - d->start) >= d->size)
-            break;
-        count++;
-        *bytes += d->block_size;
-        block = heap_link_get(block);
-    }
-    return count;
-}
-
-/* Thread exit with the cache hidden: its handler never returned. */
-static void hidden_at_exit(struct tcache *tc)
-{
-    if (hidden_exit_counted)
-        return;
-    if (hidden_complete && hidden_busy == 0) {
-        /* Whole: put it back and return it to the heap (which also resets the credits,
-         * one of which an interrupted free may have left at zero). From here on the save
-         * is no cache to put back: a run after a kill in the middle of this one finds it
-         * incomplete and only counts it, as abandoned, giving nothing back twice. */
-        hidden_complete = false;
-        atomic_signal_fence(memory_order_seq_cst);
-        restore_bins(tc, &hidden_outer);
-        flush_cache(tc);
-        hidden_exit_counted = true;
-        atomic_signal_fence(memory_order_seq_cst);
-        atomic_fetch_add_explicit(&lost_reclaimed, 1, memory_order_relaxed);
-        return;
-    }
-    /* Possibly half updated (a list being cut, a bump range being replaced): nothing of it
-     * may go back. What it held stays out of use: at most the cache's limits, and the
-     * superblocks of its bump ranges. */
-    uint64_t blocks = 0, bytes = 0;
-    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-        struct tcache_bin *bin = &tc->bins[cls];
-        blocks += count_held(hidden_outer.head[cls], &bytes);
-        blocks += count_held(tc->cold[cls].spare, &bytes);
-        tc->cold[cls].spare = NULL;
-        char *end = hidden_outer.bump_end[cls];
-        if (bin->bump && end > bin->bump &&
-            (size_t)(end - bin->bump) <= sizeclass_superblock_size(heap_size_class(cls))) {
-            blocks += (uint64_t)(end - bin->bump) / bin->block_size;
-            bytes += (uint64_t)(end - bin->bump);
-        }
-        bin->head = NULL;
-        bin->bump_end = bin->bump;
-    }
-    blocks += count_held(tc->remote_head, &bytes);
-    tc->remote_head = NULL;
-    tc->remote_count = 0;
-    hidden_exit_counted = true;
-    atomic_signal_fence(memory_order_seq_cst);
-    atomic_fetch_add_explicit(&lost_abandoned, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&lost_blocks, blocks, memory_order_relaxed);
-    atomic_fetch_add_explicit(&lost_bytes, bytes, memory_order_relaxed);
-}
-
-void tcache_lost_get(struct tcache_lost *out)
-{
-    out->reclaimed = atomic_load_explicit(&lost_reclaimed, memory_order_relaxed);
-    out->abandoned = atomic_load_explicit(&lost_abandoned, memory_order_relaxed);
-    out->abandoned_blocks = atomic_load_explicit(&lost_blocks, memory_order_relaxed);
-    out->abandoned_bytes = atomic_load_explicit(&lost_bytes, memory_order_relaxed);
 }
 
 static void tcache_thread_exit(void *cache)
@@ -658,13 +509,12 @@ static void tcache_thread_exit(void *cache)
      * destructors again: this call then finds the cache hidden and accounts for it. */
     platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, cache);
     busy_enter();
-    if (LFH_UNLIKELY(hide_depth != 0)) {
-        hidden_at_exit(&tcache_self);
-    } else if (tcache_self.id != TCACHE_ID_EXITED) {
+    /* A hidden cache (its handler never returned) is tcache_hide.c's to account for. */
+    if (!tcache_exit_hidden(&tcache_self) && tcache_self.id != TCACHE_ID_EXITED) {
         if (tcache_orphan(&tcache_self)) {
             STATS_ADD(STATS_CACHES_ORPHANED, 1);
         } else {
-            flush_cache(&tcache_self);
+            tcache_flush_cache(&tcache_self);
             STATS_ADD(STATS_CACHES_FLUSHED, 1);
         }
     }

@@ -183,7 +183,7 @@ LFH_INLINE bool tcache_owns(struct descriptor *desc)
     return atomic_load_explicit(&desc->owner, memory_order_relaxed) == tcache_self.id;
 }
 
-/* ---- hiding the cache from signal handlers (sigwrap.c) ---------------------------- */
+/* ---- hiding the cache from signal handlers (tcache_hide.c, called by sigwrap.c) ----- */
 
 /* Non-zero while a slow path of this layer runs, also inside the libc calls it makes
  * (mmap, clock_gettime, ...), which lie outside lfheap's code: a signal handler that
@@ -238,5 +238,14 @@ struct tcache_lost {
     uint64_t abandoned_bytes;
 };
 void tcache_lost_get(struct tcache_lost *out);
+
+/* Thread exit (tcache.c): if the calling thread's cache `tc` is hidden (its handler never
+ * returned), returns it to the heap if it is whole or leaves it out of use, accounts for
+ * it once (tcache_lost), and returns true; false if it is not hidden. */
+bool tcache_exit_hidden(struct tcache *tc);
+
+/* Returns every block `tc` caches (lists, spares, bump ranges, remote buffer) to the heap
+ * and resets its bins; the number of blocks. The caller has raised tcache_busy. */
+unsigned tcache_flush_cache(struct tcache *tc);
 
 #endif

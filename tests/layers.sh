@@ -18,6 +18,7 @@ LAYERS=(
     "pagemap"
     "heap"
     "tcache debug"
+    "tcache_hide"                        # the cache hidden from signal handlers
     "sigwrap"
     "api stats_report"
     "api_cxx api_cxx_catch"

@@ -69,19 +69,19 @@ static void pagemap_set_lookup_clear(void)
     size_t size = 64 * OS_PAGE_SIZE;
     char *region = os_map(size, OS_PAGE_SIZE);
     REQUIRE(region);
-    CHECK(pagemap_lookup(region) == NULL);
-    CHECK(pagemap_lookup(NULL) == NULL);
-    CHECK(pagemap_lookup((void *)~(uintptr_t)0) == NULL);
-    CHECK(pagemap_lookup((void *)((uintptr_t)1 << 50)) == NULL);
+    CHECK(pagemap_desc_or_null(region) == NULL);
+    CHECK(pagemap_desc_or_null(NULL) == NULL);
+    CHECK(pagemap_desc_or_null((void *)~(uintptr_t)0) == NULL);
+    CHECK(pagemap_desc_or_null((void *)((uintptr_t)1 << 50)) == NULL);
     REQUIRE(pagemap_set(region, 32 * OS_PAGE_SIZE, &fake_a));
     REQUIRE(pagemap_set(region + 32 * OS_PAGE_SIZE, 32 * OS_PAGE_SIZE, &fake_b));
     for (size_t off = 0; off < size; off += 512)
-        CHECK(pagemap_lookup(region + off) == (off < 32 * OS_PAGE_SIZE ? &fake_a : &fake_b));
-    CHECK(pagemap_lookup(region - 1) != &fake_a);
-    CHECK(pagemap_lookup(region + size) != &fake_b);
+        CHECK(pagemap_desc_or_null(region + off) == (off < 32 * OS_PAGE_SIZE ? &fake_a : &fake_b));
+    CHECK(pagemap_desc_or_null(region - 1) != &fake_a);
+    CHECK(pagemap_desc_or_null(region + size) != &fake_b);
     REQUIRE(pagemap_set(region, size, NULL));
     for (size_t off = 0; off < size; off += OS_PAGE_SIZE)
-        CHECK(pagemap_lookup(region + off) == NULL);
+        CHECK(pagemap_desc_or_null(region + off) == NULL);
     CHECK(!pagemap_set((void *)((uintptr_t)1 << 48), OS_PAGE_SIZE, &fake_a));
     os_unmap(region, size);
 }
@@ -154,7 +154,7 @@ static void heap_block_start_is_exact(void)
         /* the first address past the last block is refused even when it is a multiple */
         CHECK(!heap_is_block_start(d, d->start + (size_t)d->max_count * d->block_size));
         heap_give_back(d, NULL, NULL, 0, f.bump);
-        CHECK(pagemap_lookup(d->start) == NULL || pagemap_lookup(d->start) != d);
+        CHECK(pagemap_desc_or_null(d->start) == NULL || pagemap_desc_or_null(d->start) != d);
     }
 }
 
@@ -167,8 +167,8 @@ static void heap_superblock_cycle(void)
     CHECK(f.chain == NULL);
     size_t max = d->max_count;
     CHECK(max == sizeclass_superblock_size(cls) / 48);
-    CHECK(pagemap_lookup(f.bump) == d);
-    CHECK(pagemap_lookup(f.bump_end - 1) == d);
+    CHECK(pagemap_desc_or_null(f.bump) == d);
+    CHECK(pagemap_desc_or_null(f.bump_end - 1) == d);
     /* carve 10, give the rest of the bump range back: the superblock becomes partial */
     char *start = f.bump;
     char *rest = f.bump + 10 * 48;
@@ -184,7 +184,7 @@ static void heap_superblock_cycle(void)
     for (int i = 0; i < 9; i++)
         *(void **)(start + i * 48) = start + (i + 1) * 48;
     heap_give_back(d, start, start + 9 * 48, 10, g.bump);
-    CHECK(pagemap_lookup(start) == NULL);
+    CHECK(pagemap_desc_or_null(start) == NULL);
 }
 
 static void heap_full_to_empty_in_one_give_back(void)
@@ -200,7 +200,7 @@ static void heap_full_to_empty_in_one_give_back(void)
     for (size_t i = 0; i + 1 < n; i++)
         *(void **)blocks[i] = blocks[i + 1];
     heap_give_back(f.desc, blocks[0], blocks[n - 1], (uint32_t)n, NULL);
-    CHECK(pagemap_lookup(first) == NULL);
+    CHECK(pagemap_desc_or_null(first) == NULL);
 }
 
 /* Several threads act as caches: fill, stamp every block with their id, give blocks back
@@ -218,9 +218,9 @@ static void give_list(void **blocks, size_t n)
 {
     size_t i = 0;
     while (i < n) {
-        struct descriptor *d = pagemap_lookup(blocks[i]);
+        struct descriptor *d = pagemap_desc_or_null(blocks[i]);
         size_t j = i;
-        while (j + 1 < n && pagemap_lookup(blocks[j + 1]) == d) {
+        while (j + 1 < n && pagemap_desc_or_null(blocks[j + 1]) == d) {
             *(void **)blocks[j] = blocks[j + 1];
             j++;
         }
@@ -245,7 +245,7 @@ static void *mt_worker(void *arg)
             atomic_fetch_add(&mt_errors, 1);
         for (size_t i = 0; i < n; i++) {
             uint64_t *w = mine[i];
-            if (pagemap_lookup(w) != f.desc)
+            if (pagemap_desc_or_null(w) != f.desc)
                 atomic_fetch_add(&mt_errors, 1);
             w[1] = id;
             w[2] = (uint64_t)(uintptr_t)w;
@@ -313,7 +313,7 @@ static void *empty_worker(void *arg)
         }
         size_t n = take_fill(&f, mine, 64);
         for (size_t i = 0; i < n; i++)
-            if (pagemap_lookup(mine[i]) != f.desc)
+            if (pagemap_desc_or_null(mine[i]) != f.desc)
                 atomic_fetch_add(&empty_errors, 1);
         /* keep one block, give the rest back: the superblock becomes PARTIAL and goes
          * on a stack; the kept block goes to a neighbour, whose give-back empties it */
@@ -327,7 +327,7 @@ static void *empty_worker(void *arg)
         if (!large)
             atomic_fetch_add(&empty_errors, 1);
         else
-            heap_large_free(pagemap_lookup(large));
+            heap_large_free(pagemap_desc_or_null(large));
     }
     return NULL;
 }
@@ -359,48 +359,48 @@ static void large_blocks(void)
     size_t size = 5 * 1024 * 1024 + 123;
     char *p = heap_large_alloc(size, 16, &zeroed);
     REQUIRE(p);
-    struct descriptor *d = pagemap_lookup(p);
+    struct descriptor *d = pagemap_desc_or_null(p);
     REQUIRE(d);
     CHECK(d->class_index == HEAP_CLASS_LARGE && !d->os_backed);
     CHECK(d->size == 8 * 1024 * 1024 && ((uintptr_t)p & (d->size - 1)) == 0);
-    CHECK(pagemap_lookup(p + size - 1) == d);
+    CHECK(pagemap_desc_or_null(p + size - 1) == d);
     memset(p, 0xab, size);
     CHECK(heap_large_resize(d, 7 * 1024 * 1024, 16) == p);
     CHECK(heap_large_resize(d, 3 * size, 16) == NULL);
     CHECK(heap_large_resize(d, size / 2, 16) == NULL);
     heap_large_free(d);
-    CHECK(pagemap_lookup(p) == NULL);
+    CHECK(pagemap_desc_or_null(p) == NULL);
     /* a freed chunk is reused dirty, without zeroing */
     char *again = heap_large_alloc(size, 16, &zeroed);
     CHECK(again == p && !zeroed && again[0] == (char)0xab);
-    heap_large_free(pagemap_lookup(again));
+    heap_large_free(pagemap_desc_or_null(again));
 
     /* above the largest chunk: its own mapping, grown by moving pages */
     size_t huge = ARENA_MAX_CHUNK + 12345;
     char *h = heap_large_alloc(huge, 16, &zeroed);
     REQUIRE(h);
-    d = pagemap_lookup(h);
+    d = pagemap_desc_or_null(h);
     CHECK(d->os_backed && zeroed);
     h[0] = 1;
     h[huge - 1] = 2;
     char *moved = heap_large_resize(d, 2 * huge, 16);
     REQUIRE(moved);
     CHECK(moved[0] == 1 && moved[huge - 1] == 2);
-    CHECK(pagemap_lookup(moved + 2 * huge - 1) == d);
+    CHECK(pagemap_desc_or_null(moved + 2 * huge - 1) == d);
     CHECK(heap_large_resize(d, huge, 16) == moved);
-    CHECK(pagemap_lookup(moved + huge + OS_PAGE_SIZE * 2) == NULL);
+    CHECK(pagemap_desc_or_null(moved + huge + OS_PAGE_SIZE * 2) == NULL);
     heap_large_free(d);
-    CHECK(pagemap_lookup(moved) == NULL);
+    CHECK(pagemap_desc_or_null(moved) == NULL);
 
     /* a zero-byte large request still gets a registered page of its own */
     char *z = heap_large_alloc(0, 8192, &zeroed);
     REQUIRE(z);
-    CHECK(pagemap_lookup(z) != NULL && ((uintptr_t)z & 8191) == 0);
-    heap_large_free(pagemap_lookup(z));
+    CHECK(pagemap_desc_or_null(z) != NULL && ((uintptr_t)z & 8191) == 0);
+    heap_large_free(pagemap_desc_or_null(z));
     char *a = heap_large_alloc(100000, 1 << 20, &zeroed);
     REQUIRE(a);
     CHECK(((uintptr_t)a & ((1 << 20) - 1)) == 0);
-    heap_large_free(pagemap_lookup(a));
+    heap_large_free(pagemap_desc_or_null(a));
 }
 
 int main(void)
