@@ -76,8 +76,8 @@ bool os_wipe_on_fork(void *addr, size_t size);
 
 #if OS_FAULT_INJECTION
 /* Failure injection, compiled only into the test variant (`liblfheap-fault.a`): each
- * call above whose failure lfheap handles (all but the thread's name, the sleep and
- * os_wipe_on_fork) and each retried unmap counts as one OS call, and the injected ones
+ * call above whose failure lfheap handles (all but os_wipe_on_fork) and each retried
+ * unmap counts as one OS call, and the injected ones
  * fail as the kernel's would (ENOMEM), before reaching the kernel. */
 
 /* The `nth` OS call from now (1: the next) fails; with `persistent`, every call from

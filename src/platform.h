@@ -20,6 +20,11 @@
  *    back as zeros, MADV_WIPEONFORK, mremap, prctl, AT_RANDOM, CLOCK_MONOTONIC_COARSE).
  * Beside it only the C++ unwinding table of api_cxx_catch.S is per CPU (x86-64 and
  * aarch64 are written), and LFH_CACHE_LINE (common.h) assumes 64-byte lines.
+ *
+ * What stays outside, on purpose: the portable parts of the C library (memcpy, memset,
+ * strtol, abort, errno); malloc_info's fflush and fileno of the program's own stream
+ * (stats_report.c); and sigwrap.c, which is itself the interposition of glibc's signal
+ * calls (sigaction, signal, sigprocmask, glibc's __sigaction).
  */
 #ifndef LFHEAP_PLATFORM_H
 #define LFHEAP_PLATFORM_H
