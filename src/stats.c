@@ -23,6 +23,10 @@
 
 #if STATS_COUNTING
 __thread struct stats_block *stats_self;
+/* Set while this thread takes a block: a signal handler that counts meanwhile counts into
+ * the shared block rather than take a second block the interrupted take would orphan.
+ * (Taking a block counts nothing itself: its slab is mapped uncounted.) */
+static __thread bool stats_taking;
 /* Set once this thread's block went back at thread exit. */
 static __thread bool stats_detached;
 
@@ -74,9 +78,8 @@ static struct stats_block *stats_take(void)
 
 void stats_add_slow(unsigned counter, uint64_t n)
 {
-    /* Taking a block counts nothing (platform_map is uncounted), so this cannot recurse
-     * before stats_self is set. */
-    if (!stats_detached) {
+    if (!stats_taking && !stats_detached) {
+        stats_taking = true;
         struct stats_block *b = stats_take();
         if (b) {
             stats_self = b;
@@ -84,6 +87,7 @@ void stats_add_slow(unsigned counter, uint64_t n)
              * stays with the thread when it exits: its counts still count. */
             platform_at_thread_exit(&stats_exit_key, stats_thread_exit, b);
         }
+        stats_taking = false;
         if (b) {
             stats_add(counter, n);
             return;

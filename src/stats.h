@@ -12,8 +12,9 @@
  * exact while threads run and after they exit, with nothing to fold at exit. Blocks are
  * found by readers through a registry, a list that only grows by CAS pushes.
  *
- * The few counts made where a thread has no block (none could be mapped, or its block
- * went back at exit) go to one shared block with atomic adds.
+ * The few counts made where a thread has no block (a signal handler's while the thread
+ * takes one, none could be mapped, or its block went back at exit) go to one shared
+ * block with atomic adds.
  *
  * The counters are a leaf under every layer: their memory comes from the platform
  * layer's uncounted mapping, so no count calls back into a layer that counts. The
