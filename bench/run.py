@@ -34,13 +34,18 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 import fastpath  # noqa: E402
+import realprogs  # noqa: E402
 
 # Workloads in report order. Each profile gives every workload's knobs; the runner adds
 # --threads. "metric" is what the table shows: seconds (lower is better) or Mops/s.
 WORKLOADS = ["linux-scalability", "threadtest", "larson", "cache-thrash", "cache-scratch",
              "consume", "recycle", "churn", "speed", "memory", "thread-churn",
              "thread-churn-concurrent", "large", "oversubscribed"]
-METRIC = {w: "seconds" for w in WORKLOADS}
+# The `real` group: real programs from Debian packages (bench/realprogs.py), each run
+# once per allocator per repetition like a workload at one thread.
+REAL = realprogs.NAMES
+GROUPS = {"kernels": WORKLOADS, "real": REAL}
+METRIC = {w: "seconds" for w in WORKLOADS + REAL}
 METRIC["larson"] = "mops"
 METRIC["oversubscribed"] = "mops"
 
@@ -50,6 +55,7 @@ METRIC["oversubscribed"] = "mops"
 # the throughput at OVERSUB_BASE.
 DEFAULT_THREADS = [1, 2, 4, 8]
 WORKLOAD_THREADS = {"oversubscribed": [1, 2, 32], "thread-churn-concurrent": [100, 500]}
+WORKLOAD_THREADS.update({w: [1] for w in REAL})
 OVERSUB_BASE = 2
 
 PROFILES = {
@@ -73,6 +79,9 @@ PROFILES = {
             "large": {"iterations": 2000, "slots": 20, "min_mib": 5, "max_mib": 25},
             "oversubscribed": {"ops": 10000000, "slots": 8192, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
+            "python": {"rounds": 10000, "checksum": 339342658},
+            "ruby": {"rounds": 4000, "checksum": 281589796},
+            "sqlite3": {}, "gcc": {"functions": 1500}, "z3": {}, "db_bench": {"num": 1000000},
         },
     },
     # `make bench`: the same shapes scaled so that a run takes about 0.05-0.5 s and the
@@ -97,6 +106,10 @@ PROFILES = {
             "large": {"iterations": 100, "slots": 20, "min_mib": 5, "max_mib": 25},
             "oversubscribed": {"ops": 2000000, "slots": 8192, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
+            # each about 1 s of CPU on the project's machine
+            "python": {"rounds": 2000, "checksum": 237712233},
+            "ruby": {"rounds": 800, "checksum": 884739543},
+            "sqlite3": {}, "gcc": {"functions": 600}, "z3": {}, "db_bench": {"num": 200000},
         },
     },
     # For the test suite: seconds in all, checks the machinery, not the allocators.
@@ -119,6 +132,9 @@ PROFILES = {
             "large": {"iterations": 6, "slots": 4, "min_mib": 1, "max_mib": 2},
             "oversubscribed": {"ops": 20000, "slots": 512, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
+            "python": {"rounds": 50, "checksum": 919471015},
+            "ruby": {"rounds": 50, "checksum": 255579351},
+            "sqlite3": {}, "gcc": {"functions": 50}, "z3": {}, "db_bench": {"num": 1000},
         },
     },
 }
@@ -188,7 +204,8 @@ def run_once(cmd, env, timeout):
     stdout = b"".join(chunks[out_r]).decode(errors="replace")
     stderr = b"".join(chunks[err_r]).decode(errors="replace")
     res = {"wall_s": wall, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
-           "maxrss_kib": ru.ru_maxrss, "fields": parse_result(stdout), "stderr": stderr}
+           "maxrss_kib": ru.ru_maxrss, "fields": parse_result(stdout), "stderr": stderr,
+           "stdout": stdout}
     if timed_out:
         res["status"] = "timeout"
     elif proc.returncode != 0:
@@ -649,6 +666,8 @@ def plot(res, plotdir, memory_series):
     made = []
     os.makedirs(plotdir, exist_ok=True)
     for w in res.workloads:
+        if w in REAL:
+            continue
         threads = res.threads[w]
         dat = os.path.join(plotdir, w + ".dat")
         with open(dat, "w") as f:
@@ -691,11 +710,131 @@ def plot(res, plotdir, memory_series):
     return made
 
 
+def real_checks(names, prof, allocators, scratch, timeout):
+    """Before the measured runs: each real program once per allocator with the binding
+    trace (realprogs.check_served). Returns ({(program, allocator): None if the
+    allocator serves the program's heap, else why not}, {program: the reference output,
+    from the run with glibc, or None when that run failed})."""
+    served, references = {}, {}
+    glibc = benchlib.Allocator("glibc", None, "libc6")
+    for w in names:
+        prog = realprogs.BY_NAME[w]
+        knobs = prof["knobs"][w]
+        d = os.path.join(scratch, w)
+        os.makedirs(d, exist_ok=True)
+        benchlib.note("%s: checking which allocator serves it, and its reference output" % w)
+        why, ref, status = realprogs.check_served(prog, knobs, d, glibc, timeout)
+        if status != "ok" or why is not None:
+            benchlib.note("%s: reference run with glibc: %s" % (w, why or status))
+            ref = None
+        references[w] = ref
+        for a in allocators:
+            why, out, status = realprogs.check_served(prog, knobs, d, a, timeout)
+            if status != "ok":
+                why = "check run %s" % status
+            elif why is None:
+                why = realprogs.check_output(prog, knobs, out, ref)
+            served[(w, a.name)] = why
+            if why:
+                benchlib.note("%s, %s: not measured: %s" % (w, a.name, why))
+    return served, references
+
+
+def real_run(res, w, a, rep, runs, knobs, scratch, served, references, timeout, progress,
+             failures, stamp):
+    """One measured run of real program `w` with allocator `a`, added to `res`."""
+    prog = realprogs.BY_NAME[w]
+    progress.show("%s, %s, run %d/%d" % (w, a.name, rep + 1, runs))
+    d = os.path.join(scratch, w)
+    cmd = realprogs.command(prog, knobs, d, a)
+    row = dict(stamp, workload=w, allocator=a.name, threads=1, run=rep + 1,
+               metric="seconds", command=" ".join(shlex.quote(c) for c in cmd))
+    if served.get((w, a.name)):
+        row.update(status="not served: " + served[(w, a.name)], value="", seconds="",
+                   wall_s="", user_s="", sys_s="", peak_rss_kib="", maxrss_kib="",
+                   result="", _fields={})
+        res.add(row)
+        return
+    prog.prepare(knobs, d)
+    r = run_once(cmd, realprogs.environment(prog), timeout)
+    f = r["fields"] or {}
+    row.update(status=r["status"], value=f.get("seconds", ""), seconds=f.get("seconds", ""),
+               wall_s="%.4f" % r["wall_s"], user_s="%.4f" % r["user_s"],
+               sys_s="%.4f" % r["sys_s"], peak_rss_kib=f.get("peak_rss_kib", ""),
+               maxrss_kib=r["maxrss_kib"],
+               result=" ".join("%s=%s" % kv for kv in f.items()), _fields=f)
+    if r["status"] == "ok":
+        why = realprogs.check_output(prog, knobs, realprogs.program_output(
+            prog, r["stdout"], d), references.get(w))
+        if why:
+            row["status"] = "failed: " + why
+    if row["status"] != "ok":
+        failures.append("%s / %s / run %d: %s" % (w, a.name, rep + 1, row["status"]))
+    res.add(row)
+
+
+def real_lines(res, names, served, have_lfheap):
+    """The summary's real-program part: each program's median time and peak RSS per
+    allocator (in brackets lfheap's over this allocator's), the geometric mean of those
+    ratios over the programs per peer, and which allocators did not serve a program."""
+    peers = [a for a in res.allocators if a != "lfheap"]
+    out = ["Real programs (bench/real/, run by `build/bench/realrun`): median wall "
+           "seconds of the whole process, then median peak RSS in MiB; in brackets "
+           "lfheap's over this allocator's (below 1: lfheap is faster or smaller). The "
+           "geometric means are over these programs only.", "",
+           "| program | " + " | ".join(res.allocators) + " |",
+           "|---|" + "---:|" * len(res.allocators)]
+    for kind in ("time", "rss"):
+        for w in names:
+            cells = []
+            for a in res.allocators:
+                v, rss, failed = res.cell(w, a, 1)
+                x = v if kind == "time" else rss
+                s = "—" if x is None else ("%.3f s" % x if kind == "time" else "%.1f" % x)
+                r = (res.time_ratio if kind == "time" else res.rss_ratio)(w, a, 1) \
+                    if have_lfheap and a != "lfheap" else None
+                if r is not None:
+                    s += " (%.2f)" % r
+                if failed:
+                    s += " !%d failed" % failed
+                cells.append(s)
+            out.append("| %s %s | %s |" % (w, "time" if kind == "time" else "peak RSS",
+                                           " | ".join(cells)))
+        if have_lfheap:
+            gm = []
+            for a in res.allocators:
+                if a == "lfheap":
+                    gm.append("")
+                    continue
+                g = geomean([(res.time_ratio if kind == "time" else res.rss_ratio)(w, a, 1)
+                             for w in names])
+                gm.append("—" if g is None else "**%.3f**" % g)
+            out.append("| geomean, lfheap / peer | %s |" % " | ".join(gm))
+    if have_lfheap and peers:
+        s = best_peer_summary([c for c in best_peer(res.run_rows()) if c["workload"] in names])
+        out += ["", "Against the best peer of each program: time **%s**, peak RSS **%s** "
+                "(geometric means over %d and %d programs)." % (
+                    "—" if s["time_geomean"] is None else "%.2f" % s["time_geomean"],
+                    "—" if s["rss_geomean"] is None else "%.2f" % s["rss_geomean"],
+                    s["time_cells"], s["rss_cells"])]
+    refused = [(w, a, why) for (w, a), why in sorted(served.items()) if why]
+    out += ["", "Which allocator serves each program's heap (`LD_DEBUG=bindings`, every "
+            "process of the program: malloc, free, calloc and realloc must bind to the "
+            "preloaded library, libc.so.6 for glibc): %s" % (
+                "every allocator, every program." if not refused else "")]
+    out += ["- %s, %s: not measured, %s" % r for r in refused]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                     help="quick (make bench), full (make bench-full) or test")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--groups", default="kernels,real",
+                    help="workload groups: kernels (the programs in bench/), real (real "
+                    "programs, bench/real/); default both")
+    ap.add_argument("--workloads", help="workloads to run, from any group (default: every "
+                    "workload of --groups)")
     ap.add_argument("--allocators", default=",".join(benchlib.ALL_NAMES))
     ap.add_argument("--threads", help="thread counts for every workload (default: 1,2,4,8, "
                     "and 1,2,32 for oversubscribed)")
@@ -716,15 +855,33 @@ def main():
     prof = PROFILES[args.profile]
     runs = args.runs or prof["runs"]
     timeout = args.timeout or prof["timeout"]
-    workloads = [w for w in args.workloads.split(",") if w]
+    groups = [g for g in args.groups.split(",") if g]
+    for g in groups:
+        if g not in GROUPS:
+            raise SystemExit("unknown group %s (known: %s)" % (g, ", ".join(GROUPS)))
+    if args.workloads is None:
+        workloads = [w for g in groups for w in GROUPS[g]]
+    else:
+        workloads = [w for w in args.workloads.split(",") if w]
     for w in workloads:
-        if w not in WORKLOADS:
-            raise SystemExit("unknown workload %s (known: %s)" % (w, ", ".join(WORKLOADS)))
+        if w not in WORKLOADS + REAL:
+            raise SystemExit("unknown workload %s (known: %s)" %
+                             (w, ", ".join(WORKLOADS + REAL)))
+    real_skipped = []
+    if any(w in REAL for w in workloads):
+        usable, real_skipped = realprogs.select([w for w in workloads if w in REAL],
+                                                install=not args.no_install)
+        for line in real_skipped:
+            print(line, file=sys.stderr)
+        have = {p.name for p in usable}
+        workloads = [w for w in workloads if w not in REAL or w in have]
     if args.threads is not None:
         given = [int(t) for t in args.threads.split(",") if t]
-        threads = {w: given for w in workloads}
+        threads = {w: [1] if w in REAL else given for w in workloads}
     else:
         threads = {w: WORKLOAD_THREADS.get(w, DEFAULT_THREADS) for w in workloads}
+    if not workloads:
+        raise SystemExit("no workload to run")
     if any(not ts or min(ts) < 1 for ts in threads.values()) or runs < 1:
         raise SystemExit("need at least one thread count >= 1 and runs >= 1")
 
@@ -757,6 +914,9 @@ def main():
     os.makedirs(plotdir, exist_ok=True)
     res = Results(workloads, names, threads)
     memory_series = {}
+    scratch = os.path.join(plotdir, "real-scratch")
+    served, references = real_checks([w for w in workloads if w in REAL], prof, allocators,
+                                     scratch, timeout)
     total = runs * sum(len(ts) for ts in threads.values()) * len(allocators)
     progress = Progress(total)
     failures = []
@@ -775,6 +935,11 @@ def main():
             else:
                 cells = [(t, a) for t in threads[w] for a in order]
             for t, a in cells:
+                if w in REAL:
+                    real_run(res, w, a, rep, runs, knobs, scratch, served, references,
+                             timeout, progress, failures,
+                             {"date": date, "host": machine["host"], "profile": args.profile})
+                    continue
                 cmd = command_line(w, knobs, t)
                 series = None
                 if w == "memory" and rep == 0:
@@ -843,6 +1008,8 @@ def main():
                                       if a.preload and a.name != "lfheap" else ""))
     for s in skipped:
         md.append("- %s" % s)
+    if real_skipped:
+        md += ["", "Real programs not run:", ""] + ["- %s" % s for s in real_skipped]
     md += ["", "## Summary", ""]
     if have_lfheap and len(names) > 1:
         md.append("Geometric means over every workload x thread-count cell. A time ratio "
@@ -865,6 +1032,10 @@ def main():
                                                          if s.startswith("lfheap")))
     else:
         md.append("Only lfheap was measured; no ratios.")
+    real_names = [w for w in workloads if w in REAL]
+    if real_names:
+        md += ["", "### Real programs", ""]
+        md += real_lines(res, real_names, served, have_lfheap)
     scaling = oversub_table(res)
     if scaling:
         md += ["", "### Over-subscription", "",
@@ -904,6 +1075,12 @@ def main():
            "Each workload ran as below with `--threads=T` for T in the counts given "
            "(binaries in build/bench/; `--help` on any of them explains its knobs):", ""]
     for w in workloads:
+        if w in REAL:
+            prog = realprogs.BY_NAME[w]
+            md.append("- %s: `%s`%s" % (w, " ".join(shlex.quote(x) for x in prog.argv(
+                prof["knobs"][w], "SCRATCH")), "".join(
+                    " with %s=%s" % kv for kv in prog.env.items())))
+            continue
         md.append("- `%s %s`, T = %s" % (w, " ".join("--%s=%s" % kv
                                                     for kv in prof["knobs"][w].items()),
                                         ", ".join(map(str, threads[w]))))
