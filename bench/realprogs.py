@@ -116,6 +116,14 @@ PROGRAMS = [
             known=lambda k: r"^\(\d+ of %d found\)\n$" % k["num"],
             about="RocksDB's db_bench fillrandom then readrandom over N keys; checks "
                   "readrandom looked up N keys and found as many as the reference run"),
+    Program("redis", "/usr/bin/redis-server", "redis-server",
+            lambda k, s: ["/bin/sh", _script("redis.sh"), s, str(k["keys"]),
+                          str(k["requests"])],
+            known=lambda k: r"^intact %d of %d\n$" % (k["keys"], k["keys"]),
+            about="redis-server filled by DEBUG POPULATE with K keys, then driven by "
+                  "redis-benchmark (R requests of each of 7 commands, random keys, "
+                  "pipelined; the client runs without the preload); checks every "
+                  "populated key is intact"),
 ]
 BY_NAME = {p.name: p for p in PROGRAMS}
 NAMES = [p.name for p in PROGRAMS]

@@ -82,6 +82,7 @@ PROFILES = {
             "python": {"rounds": 10000, "checksum": 339342658},
             "ruby": {"rounds": 4000, "checksum": 281589796},
             "sqlite3": {}, "gcc": {"functions": 1500}, "z3": {}, "db_bench": {"num": 1000000},
+            "redis": {"keys": 1000000, "requests": 200000},
         },
     },
     # `make bench`: the same shapes scaled so that a run takes about 0.05-0.5 s and the
@@ -110,6 +111,7 @@ PROFILES = {
             "python": {"rounds": 2000, "checksum": 237712233},
             "ruby": {"rounds": 800, "checksum": 884739543},
             "sqlite3": {}, "gcc": {"functions": 600}, "z3": {}, "db_bench": {"num": 200000},
+            "redis": {"keys": 100000, "requests": 30000},
         },
     },
     # For the test suite: seconds in all, checks the machinery, not the allocators.
@@ -135,6 +137,7 @@ PROFILES = {
             "python": {"rounds": 50, "checksum": 919471015},
             "ruby": {"rounds": 50, "checksum": 255579351},
             "sqlite3": {}, "gcc": {"functions": 50}, "z3": {}, "db_bench": {"num": 1000},
+            "redis": {"keys": 1000, "requests": 1000},
         },
     },
 }
