@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The benchmark comparison: lfheap against glibc, jemalloc, tcmalloc, mimalloc and
-tbbmalloc on every workload in bench/, at several thread counts, several runs each.
+tbbmalloc on every workload in bench/, at several thread counts, and on real programs
+(the `real` group, bench/realprogs.py), several runs each.
 
     bench/run.py                      # the `make bench` profile (quick, 3 runs)
     bench/run.py --profile full       # published parameters, 5 runs (make bench-full)
     bench/run.py --workloads larson,churn --allocators glibc,jemalloc --threads 1,4
     bench/run.py --workloads oversubscribed --threads 2,32 --runs 5
+    bench/run.py --groups real
     bench/run.py --lfheap /tmp/liblfheap.so
 
 Each run is one process (the allocator preloaded with LD_PRELOAD, glibc without); the
