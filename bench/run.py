@@ -339,6 +339,12 @@ class Results:
             return None
         return lf / v
 
+    def cpu_seconds(self, workload, alloc, threads):
+        """Median user + sys seconds of the process over the successful runs."""
+        rows = self.by_cell.get((workload, alloc, threads), [])
+        return median([float(r["user_s"]) + float(r["sys_s"])
+                       for r in rows if r["status"] == "ok"])
+
     def cpus_busy(self, workload, alloc, threads):
         """Median of (user + sys) / wall over the successful runs: how many CPUs the
         process kept busy. Threads asleep on a lock, or preempted by other work on the
@@ -784,35 +790,44 @@ def real_lines(res, names, served, have_lfheap):
     ratios over the programs per peer, and which allocators did not serve a program."""
     peers = [a for a in res.allocators if a != "lfheap"]
     out = ["Real programs (bench/real/, run by `build/bench/realrun`): median wall "
-           "seconds of the whole process, then median peak RSS in MiB; in brackets "
-           "lfheap's over this allocator's (below 1: lfheap is faster or smaller). The "
-           "geometric means are over these programs only.", "",
+           "seconds of the whole process, median peak RSS in MiB, and median CPU seconds "
+           "(user + sys of the program and its children, which other work on a busy "
+           "machine inflates less than the wall time); in brackets lfheap's over this "
+           "allocator's (below 1: lfheap is faster or smaller). The geometric means are "
+           "over these programs only; the best-peer ones use the wall time, like every "
+           "other cell.", "",
            "| program | " + " | ".join(res.allocators) + " |",
            "|---|" + "---:|" * len(res.allocators)]
-    for kind in ("time", "rss"):
+    def value(kind, w, a):
+        v, rss, _ = res.cell(w, a, 1)
+        return {"time": v, "rss": rss, "cpu": res.cpu_seconds(w, a, 1)}[kind]
+
+    def ratio(kind, w, a):
+        lf, x = value(kind, w, "lfheap"), value(kind, w, a)
+        return lf / x if lf and x else None
+    fmt = {"time": "%.3f s", "rss": "%.1f", "cpu": "%.3f s"}
+    label = {"time": "time", "rss": "peak RSS", "cpu": "CPU"}
+    for kind in ("time", "rss", "cpu"):
         for w in names:
             cells = []
             for a in res.allocators:
-                v, rss, failed = res.cell(w, a, 1)
-                x = v if kind == "time" else rss
-                s = "—" if x is None else ("%.3f s" % x if kind == "time" else "%.1f" % x)
-                r = (res.time_ratio if kind == "time" else res.rss_ratio)(w, a, 1) \
-                    if have_lfheap and a != "lfheap" else None
+                x = value(kind, w, a)
+                s = "—" if x is None else fmt[kind] % x
+                r = ratio(kind, w, a) if have_lfheap and a != "lfheap" else None
                 if r is not None:
                     s += " (%.2f)" % r
+                failed = res.cell(w, a, 1)[2]
                 if failed:
                     s += " !%d failed" % failed
                 cells.append(s)
-            out.append("| %s %s | %s |" % (w, "time" if kind == "time" else "peak RSS",
-                                           " | ".join(cells)))
+            out.append("| %s %s | %s |" % (w, label[kind], " | ".join(cells)))
         if have_lfheap:
             gm = []
             for a in res.allocators:
                 if a == "lfheap":
                     gm.append("")
                     continue
-                g = geomean([(res.time_ratio if kind == "time" else res.rss_ratio)(w, a, 1)
-                             for w in names])
+                g = geomean([ratio(kind, w, a) for w in names])
                 gm.append("—" if g is None else "**%.3f**" % g)
             out.append("| geomean, lfheap / peer | %s |" % " | ".join(gm))
     if have_lfheap and peers:

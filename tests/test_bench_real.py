@@ -111,7 +111,8 @@ for w, a, v, rss in (("python", "lfheap", 1.0, 2048), ("python", "glibc", 2.0, 1
                      ("python", "jemalloc", 0.5, 4096), ("gcc", "lfheap", 3.0, 1024),
                      ("gcc", "glibc", 3.0, 1024), ("gcc", "jemalloc", 1.5, 2048)):
     res.add({"workload": w, "allocator": a, "threads": 1, "run": 1, "status": "ok",
-             "value": str(v), "peak_rss_kib": str(rss), "_fields": {}})
+             "value": str(v), "peak_rss_kib": str(rss), "user_s": str(v / 2),
+             "sys_s": "0.25", "_fields": {}})
 served = {("python", "jemalloc"): None, ("gcc", "glibc"): None,
           ("gcc", "jemalloc"): "not served by X: malloc -> Y"}
 md = "\n".join(run.real_lines(res, ["python", "gcc"], served, True))
@@ -121,7 +122,9 @@ want = ["| python time | 1.000 s | 2.000 s (0.50) | 0.500 s (2.00) |",
         "| geomean, lfheap / peer |  | **0.707** | **2.000** |",
         # best peer: python jemalloc 2.0, gcc jemalloc 2.0; RSS python glibc 2.0, gcc 1.0
         "time **2.00**, peak RSS **1.41** (geometric means over 2 and 2 programs)",
-        "- gcc, jemalloc: not measured, not served by X: malloc -> Y"]
+        "- gcc, jemalloc: not measured, not served by X: malloc -> Y",
+        # CPU: user (half the time) + 0.25 s
+        "| python CPU | 0.750 s | 1.250 s (0.60) | 0.500 s (1.50) |"]
 missing = [w for w in want if w not in md]
 check("real-summary-table", not missing, "missing %r in\n%s" % (missing, md))
 
