@@ -832,11 +832,18 @@ def real_lines(res, names, served, have_lfheap):
             out.append("| geomean, lfheap / peer | %s |" % " | ".join(gm))
     if have_lfheap and peers:
         s = best_peer_summary([c for c in best_peer(res.run_rows()) if c["workload"] in names])
+        cpu = []
+        for w in names:
+            best = [value("cpu", w, a) for a in peers if value("cpu", w, a)]
+            if best and value("cpu", w, "lfheap"):
+                cpu.append(value("cpu", w, "lfheap") / min(best))
+        g = geomean(cpu)
         out += ["", "Against the best peer of each program: time **%s**, peak RSS **%s** "
-                "(geometric means over %d and %d programs)." % (
+                "(geometric means over %d and %d programs); CPU seconds against the peer "
+                "with the fewest: **%s**." % (
                     "—" if s["time_geomean"] is None else "%.2f" % s["time_geomean"],
                     "—" if s["rss_geomean"] is None else "%.2f" % s["rss_geomean"],
-                    s["time_cells"], s["rss_cells"])]
+                    s["time_cells"], s["rss_cells"], "—" if g is None else "%.2f" % g)]
     refused = [(w, a, why) for (w, a), why in sorted(served.items()) if why]
     out += ["", "Which allocator serves each program's heap (`LD_DEBUG=bindings`, every "
             "process of the program: malloc, free, calloc and realloc must bind to the "

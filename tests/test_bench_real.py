@@ -121,7 +121,9 @@ want = ["| python time | 1.000 s | 2.000 s (0.50) | 0.500 s (2.00) |",
         # time: glibc (0.5 * 1.0) ** 0.5, jemalloc (2.0 * 2.0) ** 0.5
         "| geomean, lfheap / peer |  | **0.707** | **2.000** |",
         # best peer: python jemalloc 2.0, gcc jemalloc 2.0; RSS python glibc 2.0, gcc 1.0
-        "time **2.00**, peak RSS **1.41** (geometric means over 2 and 2 programs)",
+        # CPU: python 0.75 / 0.5 (jemalloc), gcc 1.75 / 1.0 (jemalloc)
+        "time **2.00**, peak RSS **1.41** (geometric means over 2 and 2 programs); CPU "
+        "seconds against the peer with the fewest: **%.2f**." % (1.5 * 1.75) ** 0.5,
         "- gcc, jemalloc: not measured, not served by X: malloc -> Y",
         # CPU: user (half the time) + 0.25 s
         "| python CPU | 0.750 s | 1.250 s (0.60) | 0.500 s (1.50) |"]
