@@ -26,6 +26,7 @@ import csv
 import math
 import os
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -1014,6 +1015,8 @@ def main():
     elapsed = time.monotonic() - t_start
     load_end = benchlib.load_average()
 
+    # the real programs' inputs and outputs (a database, an object file) are not results
+    shutil.rmtree(scratch, ignore_errors=True)
     plots = plot(res, plotdir, memory_series) if want_plots else []
     best_cells = None
 
