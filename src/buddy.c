@@ -100,6 +100,7 @@
 #define SLOT_MASK 0x1fu
 #define SLOT_REP  ((uint64_t)0x0842108421)
 #define BUSY_REP  ((uint64_t)BUSY * SLOT_REP)
+#define OCC_REP   ((uint64_t)OCC * SLOT_REP)
 #define COAL_REP  ((uint64_t)COAL_BOTH * SLOT_REP)
 /* Bits 40-63 of a bunch word: its version, incremented by every allocation that marks
  * one of its slots from below (T15); see UNMARK. */
@@ -447,10 +448,12 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level)
      * to the chunk happen before the next owner's); acquire lets the release whose
      * fetch-and empties the bunch carry every earlier release's marks to UNMARK. */
     uint64_t word = atomic_fetch_and_explicit(pos.word, ~pos.mask, memory_order_acq_rel);
-    /* As in the 1-level tree: our slots, which we took, read BUSY (and coalescing, at the
-     * inner levels) in the word this fetch-and returned. */
+    /* Our slots, which we took, still read OCC in the word this fetch-and returned. Only
+     * OCC: once F9 above has marked them coalescing, an UNMARK from a bunch below that
+     * started before we took them may clear the side bits of one (its U8 sees the
+     * coalescing bit and a free child bunch), never OCC. */
     LFH_INVARIANT("buddy released node was taken",
-                  (word & pos.mask & BUSY_REP) == (BUSY_REP & pos.mask));
+                  (word & pos.mask & OCC_REP) == (OCC_REP & pos.mask));
     word &= ~pos.mask;
     /* F21-F22, with U12-U13 for the inner levels: climb out of the bunch only if it has
      * become entirely free. */
