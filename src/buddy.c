@@ -29,8 +29,12 @@
  * - A node is a live chunk iff its OCC bit is set and index[] holds its level at its
  *   first leaf; every ancestor up to base_level then has the occupancy bit of its side.
  * - A coalescing bit is only ever set on a side whose occupancy bit is set (F12 checks
- *   it in the same CAS), never on an allocated node; so a node's status bits read 0 iff
- *   no allocation or release involves its subtree, and IS_FREE(v) is "status bits 0".
+ *   it in the same CAS), never on a node still taken by an allocation, with one window
+ *   in the packed layout: a release marks its own slots coalescing (F9) before F20
+ *   clears them, and an UNMARK from a bunch below that began before the node was taken
+ *   may clear a side bit of such a slot in between; its OCC bit is never touched, and
+ *   F20 clears the slot right after. So a node's status bits read 0 iff no allocation or
+ *   release involves its subtree, and IS_FREE(v) is "status bits 0".
  * - The version of a node (of a bunch word) changes with every allocation that marks it
  *   from below (T15), and only counts up.
  * - Every retry loop retries only after a CAS failed, that is after another thread
