@@ -249,6 +249,55 @@ static void calloc_zeroes_reused_blocks(void)
     }
 }
 
+/* A thread that dirties blocks of one size and frees them, then exits: its cache goes
+ * back, and the emptied superblocks' chunks return to the arena dirty. */
+struct dirtier {
+    size_t size;
+    int use_calloc;
+};
+
+static void *dirty_and_exit(void *arg)
+{
+    const struct dirtier *d = arg;
+    enum { N = 2000 };
+    static unsigned char *blocks[N];
+    for (int i = 0; i < N; i++) {
+        blocks[i] = d->use_calloc ? T_CALLOC(1, d->size) : T_MALLOC(d->size);
+        if (blocks[i])
+            memset(blocks[i], 0xc3, d->size);
+    }
+    for (int i = 0; i < N; i++)
+        T_FREE(blocks[i]);
+    return NULL;
+}
+
+/* calloc in fresh memory: blocks carved from new superblocks, some of them set up in
+ * chunks that other threads dirtied and gave back (calloc may skip the clearing only for
+ * pages that read as zeros), all read 0. */
+static void calloc_zeroes_fresh_blocks(void)
+{
+    enum { N = 3000 };
+    static unsigned char *blocks[N];
+    size_t sizes[] = {16, 48, 200, 1000, 1024, 1100, 5000, 30000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (int use_calloc = 0; use_calloc < 2; use_calloc++) {
+            struct dirtier d = {sizes[k], use_calloc};
+            pthread_t t;
+            REQUIRE(pthread_create(&t, NULL, dirty_and_exit, &d) == 0);
+            REQUIRE(pthread_join(t, NULL) == 0);
+            size_t nonzero = 0;
+            for (int i = 0; i < N; i++) {
+                blocks[i] = T_CALLOC(1, d.size);
+                REQUIRE(blocks[i]);
+                nonzero += pattern_errors(blocks[i], 0, d.size, 0, 1);
+                memset(blocks[i], 0x3c, d.size);
+            }
+            CHECK(nonzero == 0);
+            for (int i = 0; i < N; i++)
+                T_FREE(blocks[i]);
+        }
+}
+
 /* A realloc that fails leaves the block as it was, whichever path it took: a calloc
  * block (it has a record) and a malloc block, small and large. */
 static void failed_realloc_keeps_block(void)
@@ -551,6 +600,7 @@ int main(void)
     RUN(realloc_chains_keep_contents);
     RUN(calloc_block_regrows_zeroed);
     RUN(calloc_zeroes_reused_blocks);
+    RUN(calloc_zeroes_fresh_blocks);
     RUN(failed_realloc_keeps_block);
     RUN(posix_memalign_semantics);
     RUN(aligned_alloc_and_memalign);
