@@ -249,6 +249,16 @@ static void calloc_zeroes_reused_blocks(void)
     }
 }
 
+/* Blocks of `size` bytes that calloc_zeroes_fresh_blocks and its dirtying thread take
+ * at once: enough to fill superblocks, about 1 MiB (the suite also runs under ulimit -v). */
+enum { FRESH_MAX = 3000 };
+
+static int fresh_count(size_t size)
+{
+    size_t n = ((size_t)1 << 20) / size;
+    return n > FRESH_MAX ? FRESH_MAX : n < 64 ? 64 : (int)n;
+}
+
 /* A thread that dirties blocks of one size and frees them, then exits: its cache goes
  * back, and the emptied superblocks' chunks return to the arena dirty. */
 struct dirtier {
@@ -259,14 +269,14 @@ struct dirtier {
 static void *dirty_and_exit(void *arg)
 {
     const struct dirtier *d = arg;
-    enum { N = 2000 };
-    static unsigned char *blocks[N];
-    for (int i = 0; i < N; i++) {
+    static unsigned char *blocks[FRESH_MAX];
+    int n = fresh_count(d->size);
+    for (int i = 0; i < n; i++) {
         blocks[i] = d->use_calloc ? T_CALLOC(1, d->size) : T_MALLOC(d->size);
         if (blocks[i])
             memset(blocks[i], 0xc3, d->size);
     }
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < n; i++)
         T_FREE(blocks[i]);
     return NULL;
 }
@@ -276,8 +286,7 @@ static void *dirty_and_exit(void *arg)
  * pages that read as zeros), all read 0. */
 static void calloc_zeroes_fresh_blocks(void)
 {
-    enum { N = 3000 };
-    static unsigned char *blocks[N];
+    static unsigned char *blocks[FRESH_MAX];
     size_t sizes[] = {16, 48, 200, 1000, 1024, 1100, 5000, 30000};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         for (int use_calloc = 0; use_calloc < 2; use_calloc++) {
@@ -285,15 +294,16 @@ static void calloc_zeroes_fresh_blocks(void)
             pthread_t t;
             REQUIRE(pthread_create(&t, NULL, dirty_and_exit, &d) == 0);
             REQUIRE(pthread_join(t, NULL) == 0);
+            int n = fresh_count(d.size);
             size_t nonzero = 0;
-            for (int i = 0; i < N; i++) {
+            for (int i = 0; i < n; i++) {
                 blocks[i] = T_CALLOC(1, d.size);
                 REQUIRE(blocks[i]);
                 nonzero += pattern_errors(blocks[i], 0, d.size, 0, 1);
                 memset(blocks[i], 0x3c, d.size);
             }
             CHECK(nonzero == 0);
-            for (int i = 0; i < N; i++)
+            for (int i = 0; i < n; i++)
                 T_FREE(blocks[i]);
         }
 }
