@@ -140,12 +140,9 @@ static void *alloc_tracked(const struct heap_props *props, bool clear)
     void *block;
     bool zeroed = false;
     if (cls < SIZECLASS_COUNT) {
-        unsigned tracked = heap_tracked_class(cls);
-        bool carved = tcache_bin_carves(tcache_base() + tracked * SIZECLASS_STRIDE);
-        block = tcache_alloc(tracked);
+        block = tcache_alloc(heap_tracked_class(cls));
         if (!block)
             return NULL; /* errno is ENOMEM */
-        zeroed = carved && pagemap_find(block)->tail_zeroed;
     } else {
         block = large_alloc(room, props->align, &zeroed);
         if (!block)
@@ -245,17 +242,14 @@ LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
         return counted(LFH_STATS_CALLOC, SIZE_MAX, fail_nomem());
     if (!DEBUG_ENABLED && LFH_LIKELY(bytes <= SIZECLASS_LOOKUP_MAX - SECURE_TAIL_BYTES)) {
         /* calloc's fast path: malloc's, from the tracked twin of the class, plus the
-         * block's record and the zeros, which a block carved from a zeroed tail has. */
-        uintptr_t bin =
-            tcache_base() + API_TRACKED_BINS + sizeclass_lookup[bytes + SECURE_TAIL_BYTES];
-        bool carved = tcache_bin_carves(bin);
-        void *block = tcache_bin_take(bin);
+         * block's record and the zeros, also in pages that read as zeros already: the
+         * memset faults them in once for writing, where the program's first read would
+         * map the zero page and its first write fault again. */
+        void *block = tcache_bin_take(tcache_base() + API_TRACKED_BINS +
+                                      sizeclass_lookup[bytes + SECURE_TAIL_BYTES]);
         if (LFH_LIKELY(block != NULL)) {
-            struct descriptor *desc = pagemap_find(block);
-            *heap_record_at(desc, block) = (uint32_t)bytes | HEAP_RECORD_CALLOC;
-            if (!carved || !desc->tail_zeroed)
-                memset(block, 0, bytes);
-            return counted(LFH_STATS_CALLOC, bytes, block);
+            *heap_record_at(pagemap_find(block), block) = (uint32_t)bytes | HEAP_RECORD_CALLOC;
+            return counted(LFH_STATS_CALLOC, bytes, memset(block, 0, bytes));
         }
     }
     struct heap_props props = props_for(bytes, API_MIN_ALIGN, true);

@@ -248,7 +248,6 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
         return false;
     }
     d->os_backed = false;
-    d->tail_zeroed = zeroed;
     d->start = start;
     d->size = size;
     d->block_size = sizeclass_block_size[size_class];

@@ -107,11 +107,6 @@ struct descriptor {
      * its end. On this line rather than the first: it changes with every carved block,
      * and the first line is read by the frees of other threads. */
     _Atomic(char *) carve;
-
-    /* True if a superblock's pages read as zeros when it was set up (its chunk came fresh
-     * from the kernel or decommitted): the uncarved tail, which nobody has written since,
-     * still does, so calloc need not clear a block carved from it. */
-    bool tail_zeroed;
 };
 
 /* True if `ptr`, an address inside the superblock `desc` describes, is the start of one

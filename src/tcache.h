@@ -155,15 +155,6 @@ LFH_INLINE void *tcache_bin_take(uintptr_t bin_base)
     return NULL;
 }
 
-/* True if the next tcache_bin_take of the bin at `bin_base` carves a block (its list is
- * empty, its bump range not), which then has never been handed out. (A signal handler
- * that interrupts lfheap's code between the two finds the cache hidden: sigwrap.h.) */
-LFH_INLINE bool tcache_bin_carves(uintptr_t bin_base)
-{
-    struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)bin_base;
-    return bin->head == NULL && bin->bump != bin->bump_end;
-}
-
 /* malloc's fast path for size <= SIZECLASS_LOOKUP_MAX: the table gives the bin's offset
  * directly. */
 LFH_INLINE void *tcache_alloc_small(size_t size)
