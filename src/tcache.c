@@ -428,15 +428,42 @@ unsigned tcache_flush_all(void)
  * pinning more than TCACHE_ORPHAN_SLOTS times this (4 MiB) of freed blocks, and through
  * them superblocks, while no thread uses them. Spares and remote frees go back (kept
  * spares made RSS climb again in concurrent_thread_churn_keeps_rss_flat); the bump
- * ranges stay (one superblock tail per class, never touched unless the chunk came
- * back dirty): giving them back too made every adopter fill again, which made 500
- * threads churning at once (bench/thread-churn-concurrent) a quarter slower for a fifth
- * less resident memory. */
+ * ranges stay, within a bound of their own (below): giving them all back made every
+ * adopter fill again, which made 500 threads churning at once
+ * (bench/thread-churn-concurrent) a quarter slower for a fifth less resident memory. */
 #define TCACHE_ORPHAN_BYTES 262144
+
+/* What an orphan's bump ranges may pin, counted in whole superblocks: a thread that used
+ * 30 classes (bench/thread-churn-concurrent) keeps all of them, 1.9 MiB. Together with
+ * TCACHE_ORPHAN_BYTES and the slots, the orphans pin at most 4 MiB of listed blocks and
+ * 32 MiB of superblocks, of which only what was carved has been touched (unless a chunk
+ * came back dirty): 2-3 MiB resident after 500 threads exited at once. */
+#define TCACHE_ORPHAN_BUMP_BYTES ((size_t)2 << 20)
+
+/* Gives back the bump ranges of a cache about to be orphaned beyond what an orphan
+ * keeps: smallest classes first while their superblocks fit TCACHE_ORPHAN_BUMP_BYTES. */
+static void trim_bump_ranges(struct tcache *tc)
+{
+    size_t budget = TCACHE_ORPHAN_BUMP_BYTES;
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        struct tcache_bin *bin = &tc->bins[cls];
+        struct tcache_cold *cold = &tc->cold[cls];
+        if (bin->bump == bin->bump_end)
+            continue;
+        if (cold->bump_desc->size <= budget) {
+            budget -= cold->bump_desc->size;
+            continue;
+        }
+        heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
+        bin->bump = bin->bump_end = NULL;
+        cold->bump_desc = NULL;
+    }
+}
 
 /* Cuts a cache about to be orphaned down to what an orphan keeps: its lists whole,
  * smallest classes first, while they fit TCACHE_ORPHAN_BYTES, then the head of the one
- * that does not; and its bump ranges. The rest goes back to the heap. */
+ * that does not; and its bump ranges, within TCACHE_ORPHAN_BUMP_BYTES. The rest goes
+ * back to the heap. */
 static void trim_for_orphan(struct tcache *tc)
 {
     size_t budget = TCACHE_ORPHAN_BYTES;
@@ -471,6 +498,7 @@ static void trim_for_orphan(struct tcache *tc)
             LFH_PARK(TCACHE_FLUSH_CLASS);
         give_back_list(rest);
     }
+    trim_bump_ranges(tc);
     flush_remote(tc);
 }
 
