@@ -303,6 +303,8 @@ static void *alloc_slow(unsigned cls)
     bin->bump = fill.bump;
     bin->bump_end = fill.bump_end;
     cold->bump_desc = fill.desc;
+    if (fill.bump != fill.bump_end)
+        tc->bump_bytes += fill.desc->size;
     if (fill.chain)
         return hand_out_freed(bin, cold, fill.chain, fill.chain_count - 1);
     bin_install(bin, cold, NULL, 0);
@@ -402,6 +404,7 @@ static unsigned flush_cache(struct tcache *tc)
         bin->bump = bin->bump_end = NULL;
         cold->bump_desc = NULL;
     }
+    tc->bump_bytes = 0;
     flush_remote(tc);
     return cached;
 }
@@ -458,6 +461,7 @@ static void trim_bump_ranges(struct tcache *tc)
         bin->bump = bin->bump_end = NULL;
         cold->bump_desc = NULL;
     }
+    tc->bump_bytes = TCACHE_ORPHAN_BUMP_BYTES - budget;
 }
 
 /* Cuts a cache about to be orphaned down to what an orphan keeps: its lists whole,
@@ -466,6 +470,9 @@ static void trim_bump_ranges(struct tcache *tc)
  * back to the heap. */
 static void trim_for_orphan(struct tcache *tc)
 {
+    /* Most exits: the ranges installed since the last count fit, whatever became of them. */
+    if (tc->bump_bytes > TCACHE_ORPHAN_BUMP_BYTES)
+        trim_bump_ranges(tc);
     size_t budget = TCACHE_ORPHAN_BYTES;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         struct tcache_bin *bin = &tc->bins[cls];
@@ -498,7 +505,6 @@ static void trim_for_orphan(struct tcache *tc)
             LFH_PARK(TCACHE_FLUSH_CLASS);
         give_back_list(rest);
     }
-    trim_bump_ranges(tc);
     flush_remote(tc);
 }
 

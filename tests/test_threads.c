@@ -272,6 +272,50 @@ static void exited_cache_is_adopted(void)
     pthread_join(t, NULL);
     CHECK(exited_id != 0);
 }
+
+/* Bytes of the superblocks whose bump ranges the calling thread's cache holds. */
+static size_t bump_range_bytes(void)
+{
+    size_t bytes = 0;
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++)
+        if (tcache_self.bins[cls].bump != tcache_self.bins[cls].bump_end)
+            bytes += tcache_self.cold[cls].bump_desc->size;
+    return bytes;
+}
+
+static size_t bumps_before_exit;
+
+static void *leave_every_class(void *arg)
+{
+    (void)arg;
+    for (unsigned c = 0; c < SIZECLASS_COUNT; c++)
+        T_FREE(T_MALLOC(sizeclass_block_size[c]));
+    bumps_before_exit = bump_range_bytes();
+    exited_id = tcache_self.id;
+    return NULL;
+}
+
+static void *adopt_bump_ranges(void *arg)
+{
+    (void)arg;
+    T_FREE(T_MALLOC(16));
+    CHECK(tcache_self.id == exited_id);
+    size_t kept = bump_range_bytes();
+    CHECK(kept > 0 && kept <= (size_t)2 << 20);
+    return NULL;
+}
+
+/* An orphan keeps bump ranges only while their superblocks fit 2 MiB: a thread that used
+ * every class held 3.5 MiB of them, which its adopter must not inherit. */
+static void orphan_keeps_bounded_bump_ranges(void)
+{
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, leave_every_class, NULL) == 0);
+    pthread_join(t, NULL);
+    CHECK(bumps_before_exit > (size_t)2 << 20);
+    REQUIRE(pthread_create(&t, NULL, adopt_bump_ranges, NULL) == 0);
+    pthread_join(t, NULL);
+}
 #endif
 
 int main(int argc, char **argv)
@@ -285,6 +329,7 @@ int main(int argc, char **argv)
     }
 #ifndef TEST_PLAIN
     RUN(exited_cache_is_adopted);
+    RUN(orphan_keeps_bounded_bump_ranges);
 #endif
     RUN(thread_churn_keeps_rss_flat);
     RUN(concurrent_thread_churn_keeps_rss_flat);
