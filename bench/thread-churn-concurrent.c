@@ -7,7 +7,10 @@
  * data stays small (one block per slot), so what the resident size does across rounds
  * is what the allocator keeps for threads that are gone. The result line reports RSS
  * after the first round, at the last round, and `settle_ms` after the churn stopped,
- * with no call into the allocator in between.
+ * with no call into the allocator in between. With `hold` every thread also waits at a
+ * second barrier before it exits, so that all the round's threads hold their caches at
+ * once and exit together: what a loaded machine's scheduler may make of the default run,
+ * made certain.
  *
  * Validation: every block carries a tag (thread, index) checked before it is freed, the
  * handed-on blocks by the thread that frees them.
@@ -27,8 +30,8 @@ struct slot {
 };
 
 static struct {
-    long threads, blocks;
-    pthread_barrier_t start;
+    long threads, blocks, hold;
+    pthread_barrier_t start, end;
     struct slot *slots; /* one per thread of a round */
     _Atomic long ran;
 } cfg;
@@ -68,25 +71,31 @@ static void *churner(void *arg)
     slot->size = sizes[0];
     slot->tag = bench_tag(id, 0);
     atomic_fetch_add_explicit(&cfg.ran, 1, memory_order_relaxed);
+    if (cfg.hold)
+        pthread_barrier_wait(&cfg.end);
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
-    long threads = 500, rounds = 300, blocks = 100, settle_ms = 1250;
+    long threads = 500, rounds = 300, blocks = 100, settle_ms = 1250, hold = 0;
     struct bench_opt opts[] = {
         BENCH_INT("threads", threads, "threads alive at once in every round"),
         BENCH_INT("rounds", rounds, "rounds, each joined before the next"),
         BENCH_INT("blocks", blocks, "blocks each thread allocates (all but one freed)"),
         BENCH_INT("settle_ms", settle_ms, "wait after the churn before the last RSS reading"),
+        BENCH_INT("hold", hold, "1: the threads of a round exit together, after a second barrier"),
         BENCH_END,
     };
     bench_parse(argc, argv, "thread-churn-concurrent",
                 "rounds of many threads alive at once, each handing one block on", opts);
-    if (threads < 1 || rounds < 1 || blocks < 1 || blocks > MAX_BLOCKS || settle_ms < 0)
-        bench_fail("need threads, rounds >= 1, blocks from 1 to %d and settle_ms >= 0", MAX_BLOCKS);
+    if (threads < 1 || rounds < 1 || blocks < 1 || blocks > MAX_BLOCKS || settle_ms < 0 ||
+        (hold != 0 && hold != 1))
+        bench_fail("need threads, rounds >= 1, blocks from 1 to %d, settle_ms >= 0, hold 0 or 1",
+                   MAX_BLOCKS);
     cfg.threads = threads;
     cfg.blocks = blocks;
+    cfg.hold = hold;
     size_t slot_bytes = (size_t)threads * sizeof(struct slot);
     cfg.slots = bench_map(slot_bytes);
     size_t tid_bytes = (size_t)threads * sizeof(pthread_t);
@@ -95,13 +104,15 @@ int main(int argc, char **argv)
 
     double t0 = bench_now();
     for (long r = 0; r < rounds; r++) {
-        if (pthread_barrier_init(&cfg.start, NULL, (unsigned)threads) != 0)
+        if (pthread_barrier_init(&cfg.start, NULL, (unsigned)threads) != 0 ||
+            pthread_barrier_init(&cfg.end, NULL, (unsigned)threads) != 0)
             bench_fail("pthread_barrier_init");
         for (long i = 0; i < threads; i++)
             bench_thread_create(&tids[i], NULL, churner, (void *)(uintptr_t)(r * threads + i + 1));
         for (long i = 0; i < threads; i++)
             pthread_join(tids[i], NULL);
         pthread_barrier_destroy(&cfg.start);
+        pthread_barrier_destroy(&cfg.end);
         if (r == 0)
             rss_first = bench_rss();
     }
@@ -124,9 +135,9 @@ int main(int argc, char **argv)
     bench_unmap(cfg.slots, slot_bytes);
     const double mib = 1024.0 * 1024.0;
     bench_result((int)threads,
-                 "rounds=%ld blocks=%ld seconds=%.9f rss_start_mib=%.2f rss_first_mib=%.2f "
-                 "rss_last_round_mib=%.2f rss_settled_mib=%.2f",
-                 rounds, blocks, secs, (double)rss_start / mib, (double)rss_first / mib,
+                 "rounds=%ld blocks=%ld hold=%ld seconds=%.9f rss_start_mib=%.2f "
+                 "rss_first_mib=%.2f rss_last_round_mib=%.2f rss_settled_mib=%.2f",
+                 rounds, blocks, hold, secs, (double)rss_start / mib, (double)rss_first / mib,
                  (double)rss_last / mib, (double)rss_settled / mib);
     return 0;
 }

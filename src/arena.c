@@ -330,6 +330,55 @@ static bool dirty_all_empty(void)
     return true;
 }
 
+/* ---- prompt release at thread exit ------------------------------------------------- */
+
+/* The purge delay keeps a freed chunk for the next request of the thread that freed it;
+ * a thread handing its cache back at exit makes none. When more threads exit at once
+ * than the tcache has orphan slots, each one's superblocks go EMPTY at once, and with the
+ * delay they stayed resident until some later slow path (for ever in a program that then
+ * stops calling lfheap), while the next threads reused them before the delay ran out, so
+ * that each chunk collected the touched pages of all its tenants (500 threads alive at
+ * once: 130 MiB resident after the last round, against 17 MiB with glibc). So chunks
+ * freed at thread exit are stamped as if they had waited the whole delay, and the exits
+ * purge them once PROMPT_BATCH bytes of them are waiting: at most that much address
+ * space of exit-freed chunks stays dirty when the exits stop, and no walk of the stacks
+ * is paid for by fewer bytes. */
+#define PROMPT_BATCH ((size_t)8 << 20)
+
+/* Thread-local: only the exit path raises it. A signal handler that frees on this thread
+ * meanwhile only gets its chunks stamped due as well. */
+static __thread unsigned prompt_depth;
+static __thread bool prompt_freed;
+/* Bytes of chunks freed at thread exits since an exit last purged. */
+static _Atomic size_t prompt_pending;
+
+void arena_prompt_begin(void)
+{
+    prompt_depth++;
+}
+
+void arena_prompt_end(void)
+{
+    if (--prompt_depth != 0 || !prompt_freed)
+        return;
+    prompt_freed = false;
+    /* Relaxed: a glance; the exchange below decides. */
+    if (atomic_load_explicit(&prompt_pending, memory_order_relaxed) < PROMPT_BATCH)
+        return;
+    /* Acquire pairs with arena_free's release add: the chunks counted are on their
+     * stacks. One exit takes the count and purges; one that finds it taken meanwhile
+     * goes on (nobody waits). */
+    if (atomic_exchange_explicit(&prompt_pending, 0, memory_order_acquire) == 0)
+        return;
+    /* Every chunk that is due goes, this exit's, other exits' and the ticks'. Not counted
+     * as a purge round (last_purge_ms): the ticks keep their own rhythm. */
+    uint32_t now = platform_now_ms(), delay = purge_delay();
+    for (unsigned order = 0; order < ARENA_ORDERS; order++)
+        if (dirty_top(atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed), order))
+            purge_order(order, now, delay, false);
+    os_retry();
+}
+
 /* ---- the background purger ---------------------------------------------------------- */
 
 /* The purger (LFHEAP_BACKGROUND) naps half a purge delay while chunks wait; while none
@@ -626,10 +675,19 @@ void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
 void arena_free(void *chunk, size_t size)
 {
     struct arena *a = arena_of(chunk);
+    uint32_t stamp = platform_now_ms();
+    /* Freed by a thread handing its cache back at exit: due at once (arena_prompt_end). */
+    if (prompt_depth != 0)
+        stamp -= purge_delay();
     /* Relaxed: the push's release CAS publishes the stamp. */
-    atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], platform_now_ms(),
-                          memory_order_relaxed);
+    atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], stamp, memory_order_relaxed);
     dirty_push_chain(chunk_order(arena_chunk_size(size)), chunk, chunk);
+    if (prompt_depth != 0) {
+        prompt_freed = true;
+        /* Release, after the push: the exit that takes the count (acquire exchange in
+         * arena_prompt_end) then finds the chunk on its stack. */
+        atomic_fetch_add_explicit(&prompt_pending, arena_chunk_size(size), memory_order_release);
+    }
     arena_tick();
 }
 

@@ -53,6 +53,13 @@ void arena_free(void *chunk, size_t size);
 /* Decommits and releases every waiting chunk now (malloc_trim); returns how many. */
 size_t arena_purge_all(void);
 
+/* Between these calls (they nest), the chunks the calling thread frees are purged by the
+ * outermost arena_prompt_end, with every other chunk whose delay ran out, instead of
+ * waiting for the delay and a later slow path: for a thread handing its cache back at
+ * exit, which will not reuse them. */
+void arena_prompt_begin(void);
+void arena_prompt_end(void);
+
 /* Lets the arenas purge chunks whose delay ran out; cheap when there is nothing due.
  * Called from the heap's slow paths, so that an active program's freed memory goes
  * back to the kernel within about one purge delay. With LFHEAP_BACKGROUND set, the

@@ -11,6 +11,7 @@
  *   -secure             -DLFHEAP_SECURE
  *   -fault              -DLFHEAP_FAULT_INJECTION
  *   -parking            -DLFHEAP_PARKING
+ *   the tests' libraries -DLFHEAP_CHECKS (prefix, tsan, asan, fault, parking)
  */
 #ifndef LFHEAP_CONFIG_H
 #define LFHEAP_CONFIG_H
@@ -31,7 +32,7 @@
 #define STATS_ENABLED 0
 #endif
 
-/* The debug build's checks of every pointer (debug.h) and LFH_ASSERT (common.h). Default
+/* The debug build's checks of every pointer (debug.h). Default
  * 0; -DLFHEAP_DEBUG. */
 #ifdef LFHEAP_DEBUG
 #define DEBUG_ENABLED 1
@@ -44,6 +45,14 @@
 #define SECURE_ENABLED 1
 #else
 #define SECURE_ENABLED 0
+#endif
+
+/* lfheap's own invariants asserted (invariant.h). Default 0; on in the debug builds, and
+ * with -DLFHEAP_CHECKS (the tests' libraries: prefix, sanitizer, fault and parking). */
+#if defined(LFHEAP_DEBUG) || defined(LFHEAP_CHECKS)
+#define LFH_CHECKS 1
+#else
+#define LFH_CHECKS 0
 #endif
 
 /* Test only: the os layer's failure injection (os.h). Default 0;

@@ -54,8 +54,13 @@ static _Atomic uint64_t tcache_last_id;
  * adoption of orphaned page blocks; LRMalloc's future work of recycling thread caches):
  * the new thread takes over the lists, the bump ranges and the id, so it also owns the
  * superblocks the old thread owned, and thread churn costs neither a flush nor a fill.
- * A slot is filled by one CAS and emptied by one exchange: no ABA, no waiting. */
-#define TCACHE_ORPHAN_SLOTS 64
+ * A slot is filled by one CAS and emptied by one exchange: no ABA, no waiting. Threads
+ * that start and exit one after another use a few slots; when more exit at once, the
+ * caches that find every slot taken go back to the heap, and the chunks they empty to the
+ * kernel (arena_prompt_begin). 16 slots, where there were 64, leave 500 threads exiting
+ * at once 12 MiB resident instead of 19 (bench/thread-churn-concurrent --hold=1) and
+ * leave threads that churn one or a few at a time as fast as before. */
+#define TCACHE_ORPHAN_SLOTS 16
 static _Atomic(struct tcache *) tcache_orphans[TCACHE_ORPHAN_SLOTS];
 static _Atomic unsigned tcache_exit_key; /* pthread key + 1; 0 while none exists */
 
@@ -300,6 +305,8 @@ static void *alloc_slow(unsigned cls)
     bin->bump = fill.bump;
     bin->bump_end = fill.bump_end;
     cold->bump_desc = fill.desc;
+    if (fill.bump != fill.bump_end)
+        tc->bump_bytes += fill.desc->size;
     if (fill.chain)
         return hand_out_freed(bin, cold, fill.chain, fill.chain_count - 1);
     bin_install(bin, cold, NULL, 0);
@@ -401,6 +408,7 @@ unsigned tcache_flush_cache(struct tcache *tc)
         bin->bump = bin->bump_end = NULL;
         cold->bump_desc = NULL;
     }
+    tc->bump_bytes = 0;
     flush_remote(tc);
     return cached;
 }
@@ -424,20 +432,51 @@ unsigned tcache_flush_all(void)
 
 /* What an orphaned cache keeps of its listed free blocks, over all its classes. Adopting
  * a cache spares a new thread its first fills; the bound keeps the orphan slots from
- * pinning more than TCACHE_ORPHAN_SLOTS times this (16 MiB) of freed blocks, and through
+ * pinning more than TCACHE_ORPHAN_SLOTS times this (4 MiB) of freed blocks, and through
  * them superblocks, while no thread uses them. Spares and remote frees go back (kept
  * spares made RSS climb again in concurrent_thread_churn_keeps_rss_flat); the bump
- * ranges stay (one superblock tail per class, never touched unless the chunk came
- * back dirty): giving them back too made every adopter fill again, which made 500
- * threads churning at once (bench/thread-churn-concurrent) a quarter slower for a fifth
- * less resident memory. */
+ * ranges stay, within a bound of their own (below): giving them all back made every
+ * adopter fill again, which made 500 threads churning at once
+ * (bench/thread-churn-concurrent) a quarter slower for a fifth less resident memory. */
 #define TCACHE_ORPHAN_BYTES 262144
+
+/* What an orphan's bump ranges may pin, counted in whole superblocks: a thread that used
+ * 30 classes (bench/thread-churn-concurrent) keeps all of them, 1.9 MiB. Together with
+ * TCACHE_ORPHAN_BYTES and the slots, the orphans pin at most 4 MiB of listed blocks and
+ * 32 MiB of superblocks, of which only what was carved has been touched (unless a chunk
+ * came back dirty): 2-3 MiB resident after 500 threads exited at once. */
+#define TCACHE_ORPHAN_BUMP_BYTES ((size_t)2 << 20)
+
+/* Gives back the bump ranges of a cache about to be orphaned beyond what an orphan
+ * keeps: smallest classes first while their superblocks fit TCACHE_ORPHAN_BUMP_BYTES. */
+static void trim_bump_ranges(struct tcache *tc)
+{
+    size_t budget = TCACHE_ORPHAN_BUMP_BYTES;
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        struct tcache_bin *bin = &tc->bins[cls];
+        struct tcache_cold *cold = &tc->cold[cls];
+        if (bin->bump == bin->bump_end)
+            continue;
+        if (cold->bump_desc->size <= budget) {
+            budget -= cold->bump_desc->size;
+            continue;
+        }
+        heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
+        bin->bump = bin->bump_end = NULL;
+        cold->bump_desc = NULL;
+    }
+    tc->bump_bytes = TCACHE_ORPHAN_BUMP_BYTES - budget;
+}
 
 /* Cuts a cache about to be orphaned down to what an orphan keeps: its lists whole,
  * smallest classes first, while they fit TCACHE_ORPHAN_BYTES, then the head of the one
- * that does not; and its bump ranges. The rest goes back to the heap. */
+ * that does not; and its bump ranges, within TCACHE_ORPHAN_BUMP_BYTES. The rest goes
+ * back to the heap. */
 static void trim_for_orphan(struct tcache *tc)
 {
+    /* Most exits: the ranges installed since the last count fit, whatever became of them. */
+    if (tc->bump_bytes > TCACHE_ORPHAN_BUMP_BYTES)
+        trim_bump_ranges(tc);
     size_t budget = TCACHE_ORPHAN_BYTES;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         struct tcache_bin *bin = &tc->bins[cls];
@@ -509,6 +548,9 @@ static void tcache_thread_exit(void *cache)
      * destructors again: this call then finds the cache hidden and accounts for it. */
     platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, cache);
     busy_enter();
+    /* Whatever this hand-back empties goes back to the kernel now: no thread of ours will
+     * take it again (arena.h). */
+    arena_prompt_begin();
     /* A hidden cache (its handler never returned) is tcache_hide.c's to account for. */
     if (!tcache_exit_hidden(&tcache_self) && tcache_self.id != TCACHE_ID_EXITED) {
         if (tcache_orphan(&tcache_self)) {
@@ -519,6 +561,7 @@ static void tcache_thread_exit(void *cache)
         }
     }
     tcache_self.id = TCACHE_ID_EXITED;
+    arena_prompt_end();
     busy_leave();
     /* Disarmed: the cache holds nothing any more. A handler that kills the thread from
      * here on finds nothing to account for. */

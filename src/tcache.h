@@ -65,6 +65,10 @@ struct tcache {
     uint64_t id;       /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
     void *remote_head; /* blocks of superblocks other threads own, to return in batches */
     uint32_t remote_count;
+    /* Bytes of superblocks whose bump ranges the cache may still hold: those counted at
+     * the last orphan trim plus those of every range installed since. At least what the
+     * ranges pin, so a trim that finds it within the orphans' bound need not look. */
+    size_t bump_bytes;
     struct tcache_cold cold[HEAP_CLASSES];
 };
 
@@ -160,6 +164,7 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
      * way, which ignores it (heap_block_live). */
     if (LFH_UNLIKELY(!heap_is_block_start(desc, block)))
         return 0;
+    heap_check_block(desc, block);
     uint64_t mark = heap_mark();
     if (LFH_UNLIKELY(heap_block_uncarved(desc, block) || heap_block_marked_free(block, mark)))
         return 0;

@@ -9,7 +9,7 @@ set -euo pipefail
 LAYERS=(
     "config"                             # the switchboard
     "lfheap lfheap_buddy common"         # the public headers and the base macros
-    "platform park"                      # the kernel, libc and the CPU; test hooks
+    "platform park invariant"            # the kernel, libc and the CPU; test hooks; checks
     "out sizeclass"
     "stats"                              # the counters: a leaf every layer counts into
     "os"
