@@ -32,8 +32,7 @@
 #define STATS_ENABLED 0
 #endif
 
-/* The debug build's checks of every pointer (debug.h). Default
- * 0; -DLFHEAP_DEBUG. */
+/* The debug build's checks of every pointer (debug.h). Default 0; -DLFHEAP_DEBUG. */
 #ifdef LFHEAP_DEBUG
 #define DEBUG_ENABLED 1
 #else
