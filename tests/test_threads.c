@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -112,6 +113,10 @@ static void *concurrent_worker(void *arg)
  * first argument scales them down (valgrind runs threads one at a time). */
 static int concurrent_rounds = 40;
 static int concurrent_threads = CONCURRENT_THREADS_MAX;
+/* Under valgrind the RSS is mostly the tool's own, which grows by tens of MiB over the
+ * first rounds (its per-thread state and translations): the bound from the start then
+ * says nothing about lfheap, and only the growth after the warm-up rounds is checked. */
+static bool concurrent_rss_from_start = true;
 
 /* The caches of exited threads wait for new threads in orphan slots; with hundreds of
  * threads exiting at once, orphans kept every freed block they held, and through them
@@ -148,9 +153,10 @@ static void concurrent_thread_churn_keeps_rss_flat(void)
     for (int i = 0; i < CONCURRENT_SLOTS; i++)
         T_FREE(atomic_exchange(&concurrent_slots[i], NULL));
     CHECK(atomic_load(&concurrent_bad) == 0);
-    CHECK(end - start < 24576);
+    if (concurrent_rss_from_start)
+        CHECK(end - start < 24576);
     CHECK(end - after_warmup < 8192);
-    if (end - start >= 24576 || end - after_warmup >= 8192)
+    if ((concurrent_rss_from_start && end - start >= 24576) || end - after_warmup >= 8192)
         fprintf(stderr, "rss: %ld KiB at the start, %ld after round 4, %ld at the end\n", start,
                 after_warmup, end);
 }
@@ -325,6 +331,7 @@ int main(int argc, char **argv)
         if (churn_threads < 1000) {
             concurrent_rounds = 6;
             concurrent_threads = 50;
+            concurrent_rss_from_start = false;
         }
     }
 #ifndef TEST_PLAIN
