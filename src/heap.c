@@ -541,8 +541,9 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     if (bytes == old_bytes)
         return old;
     if (!d->os_backed) {
-        /* A chunk keeps its size: stay while the block fills more than half of it. */
-        return bytes <= old_bytes && bytes > old_bytes / 2 ? old : NULL;
+        /* A run keeps its size: stay while it holds at most a quarter more than the block
+         * (arena_large_size's bound). */
+        return bytes <= old_bytes && old_bytes - bytes <= bytes / 4 ? old : NULL;
     }
     /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
      * copy and a free), so that no resize escapes its bookkeeping. */

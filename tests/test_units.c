@@ -355,17 +355,20 @@ static void heap_empty_while_on_partial_stack(void)
 static void large_blocks(void)
 {
     bool zeroed;
-    /* an arena chunk: a power of two, resized in place only within it */
+    /* an arena run: 6/8 of an 8 MiB chunk, aligned to it, resized in place only within
+     * it while it holds at most a quarter more than the block */
+    arena_purge_all(); /* no freed run waits */
     size_t size = 5 * 1024 * 1024 + 123;
     char *p = heap_large_alloc(size, 16, &zeroed);
     REQUIRE(p);
     struct descriptor *d = pagemap_lookup(p);
     REQUIRE(d);
     CHECK(d->class_index == HEAP_CLASS_LARGE && !d->os_backed);
-    CHECK(d->size == 8 * 1024 * 1024 && ((uintptr_t)p & (d->size - 1)) == 0);
-    CHECK(pagemap_lookup(p + size - 1) == d);
+    CHECK(d->size == 6 * 1024 * 1024 && ((uintptr_t)p & (8 * 1024 * 1024 - 1)) == 0);
+    CHECK(pagemap_lookup(p + size - 1) == d && pagemap_lookup(p + d->size) != d);
     memset(p, 0xab, size);
-    CHECK(heap_large_resize(d, 7 * 1024 * 1024, 16) == p);
+    CHECK(heap_large_resize(d, 5 * 1024 * 1024, 16) == p);
+    CHECK(heap_large_resize(d, 7 * 1024 * 1024, 16) == NULL);
     CHECK(heap_large_resize(d, 3 * size, 16) == NULL);
     CHECK(heap_large_resize(d, size / 2, 16) == NULL);
     heap_large_free(d);
