@@ -24,20 +24,24 @@ LIB_HDR := $(wildcard src/*.h) $(wildcard include/*.h)
 # Library variants: name, extra flags. The release one overrides malloc; "prefix" exports
 # only the lfh_* names (for tests beside the system allocator and under sanitizers);
 # "fault" adds the OS layer's failure injection (src/os.h) for the out-of-memory tests.
+# The tests' variants assert lfheap's invariants (-DLFHEAP_CHECKS, src/invariant.h), as
+# the debug builds do; "bench" is "prefix" without them, for the back-end benchmark.
 # llheap's eight builds are {shared, static} x {release, stats, debug, stats-debug}:
 # liblfheap{,-stats,-debug,-stats-debug}.{so,a} (`make variants`).
-VARIANTS := release prefix tsan asan fault stats debug stats-debug secure
+VARIANTS := release prefix tsan asan fault stats debug stats-debug secure bench
 FLAGS_release :=
-FLAGS_prefix  := -DLFHEAP_PREFIX_ONLY
-FLAGS_tsan    := -DLFHEAP_PREFIX_ONLY -fsanitize=thread -O1
-FLAGS_asan    := -DLFHEAP_PREFIX_ONLY -fsanitize=address,undefined -fno-sanitize-recover=all -O1
+FLAGS_prefix  := -DLFHEAP_PREFIX_ONLY -DLFHEAP_CHECKS
+FLAGS_tsan    := -DLFHEAP_PREFIX_ONLY -DLFHEAP_CHECKS -fsanitize=thread -O1
+FLAGS_asan    := -DLFHEAP_PREFIX_ONLY -DLFHEAP_CHECKS -fsanitize=address,undefined \
+                 -fno-sanitize-recover=all -O1
+FLAGS_bench   := -DLFHEAP_PREFIX_ONLY
 FLAGS_stats   := -DLFHEAP_STATS
 FLAGS_debug   := -DLFHEAP_DEBUG
 FLAGS_stats-debug := -DLFHEAP_STATS -DLFHEAP_DEBUG
 # The hardened build (src/secure.h): build/liblfheap-secure.{so,a}.
 FLAGS_secure  := -DLFHEAP_SECURE
 LLHEAP_VARIANTS := $(foreach v,stats debug stats-debug secure,$(BUILD)/liblfheap-$(v).so $(BUILD)/liblfheap-$(v).a)
-FLAGS_fault   := -DLFHEAP_PREFIX_ONLY -DLFHEAP_FAULT_INJECTION
+FLAGS_fault   := -DLFHEAP_PREFIX_ONLY -DLFHEAP_CHECKS -DLFHEAP_FAULT_INJECTION
 
 # The release objects' code goes into one section, lfheap_text, so that all of lfheap's
 # code is one address range (__start_lfheap_text .. __stop_lfheap_text): the signal

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """The benchmark comparison: lfheap against glibc, jemalloc, tcmalloc, mimalloc and
-tbbmalloc on every workload in bench/, at several thread counts, several runs each.
+tbbmalloc on every workload in bench/, at several thread counts, and on real programs
+(the `real` group, bench/realprogs.py), several runs each.
 
     bench/run.py                      # the `make bench` profile (quick, 3 runs)
     bench/run.py --profile full       # published parameters, 5 runs (make bench-full)
     bench/run.py --workloads larson,churn --allocators glibc,jemalloc --threads 1,4
     bench/run.py --workloads oversubscribed --threads 2,32 --runs 5
+    bench/run.py --groups real
     bench/run.py --lfheap /tmp/liblfheap.so
 
 Each run is one process (the allocator preloaded with LD_PRELOAD, glibc without); the
@@ -24,6 +26,7 @@ import csv
 import math
 import os
 import shlex
+import shutil
 import signal
 import statistics
 import subprocess
@@ -34,13 +37,18 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 import fastpath  # noqa: E402
+import realprogs  # noqa: E402
 
 # Workloads in report order. Each profile gives every workload's knobs; the runner adds
 # --threads. "metric" is what the table shows: seconds (lower is better) or Mops/s.
 WORKLOADS = ["linux-scalability", "threadtest", "larson", "cache-thrash", "cache-scratch",
              "consume", "recycle", "churn", "speed", "memory", "thread-churn",
              "thread-churn-concurrent", "large", "oversubscribed"]
-METRIC = {w: "seconds" for w in WORKLOADS}
+# The `real` group: real programs from Debian packages (bench/realprogs.py), each run
+# once per allocator per repetition like a workload at one thread.
+REAL = realprogs.NAMES
+GROUPS = {"kernels": WORKLOADS, "real": REAL}
+METRIC = {w: "seconds" for w in WORKLOADS + REAL}
 METRIC["larson"] = "mops"
 METRIC["oversubscribed"] = "mops"
 
@@ -50,6 +58,7 @@ METRIC["oversubscribed"] = "mops"
 # the throughput at OVERSUB_BASE.
 DEFAULT_THREADS = [1, 2, 4, 8]
 WORKLOAD_THREADS = {"oversubscribed": [1, 2, 32], "thread-churn-concurrent": [100, 500]}
+WORKLOAD_THREADS.update({w: [1] for w in REAL})
 OVERSUB_BASE = 2
 
 PROFILES = {
@@ -73,6 +82,10 @@ PROFILES = {
             "large": {"iterations": 2000, "slots": 20, "min_mib": 5, "max_mib": 25},
             "oversubscribed": {"ops": 10000000, "slots": 8192, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
+            "python": {"rounds": 10000, "checksum": 339342658},
+            "ruby": {"rounds": 4000, "checksum": 281589796},
+            "sqlite3": {}, "gcc": {"functions": 1500}, "z3": {}, "db_bench": {"num": 1000000},
+            "redis": {"keys": 1000000, "requests": 200000},
         },
     },
     # `make bench`: the same shapes scaled so that a run takes about 0.05-0.5 s and the
@@ -97,6 +110,11 @@ PROFILES = {
             "large": {"iterations": 100, "slots": 20, "min_mib": 5, "max_mib": 25},
             "oversubscribed": {"ops": 2000000, "slots": 8192, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
+            # each about 1 s of CPU on the project's machine
+            "python": {"rounds": 2000, "checksum": 237712233},
+            "ruby": {"rounds": 800, "checksum": 884739543},
+            "sqlite3": {}, "gcc": {"functions": 600}, "z3": {}, "db_bench": {"num": 200000},
+            "redis": {"keys": 100000, "requests": 30000},
         },
     },
     # For the test suite: seconds in all, checks the machinery, not the allocators.
@@ -119,6 +137,10 @@ PROFILES = {
             "large": {"iterations": 6, "slots": 4, "min_mib": 1, "max_mib": 2},
             "oversubscribed": {"ops": 20000, "slots": 512, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
+            "python": {"rounds": 50, "checksum": 919471015},
+            "ruby": {"rounds": 50, "checksum": 255579351},
+            "sqlite3": {}, "gcc": {"functions": 50}, "z3": {}, "db_bench": {"num": 1000},
+            "redis": {"keys": 1000, "requests": 1000},
         },
     },
 }
@@ -188,7 +210,8 @@ def run_once(cmd, env, timeout):
     stdout = b"".join(chunks[out_r]).decode(errors="replace")
     stderr = b"".join(chunks[err_r]).decode(errors="replace")
     res = {"wall_s": wall, "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
-           "maxrss_kib": ru.ru_maxrss, "fields": parse_result(stdout), "stderr": stderr}
+           "maxrss_kib": ru.ru_maxrss, "fields": parse_result(stdout), "stderr": stderr,
+           "stdout": stdout}
     if timed_out:
         res["status"] = "timeout"
     elif proc.returncode != 0:
@@ -316,6 +339,12 @@ class Results:
         if lf is None or v is None or v <= 0:
             return None
         return lf / v
+
+    def cpu_seconds(self, workload, alloc, threads):
+        """Median user + sys seconds of the process over the successful runs."""
+        rows = self.by_cell.get((workload, alloc, threads), [])
+        return median([float(r["user_s"]) + float(r["sys_s"])
+                       for r in rows if r["status"] == "ok"])
 
     def cpus_busy(self, workload, alloc, threads):
         """Median of (user + sys) / wall over the successful runs: how many CPUs the
@@ -649,6 +678,8 @@ def plot(res, plotdir, memory_series):
     made = []
     os.makedirs(plotdir, exist_ok=True)
     for w in res.workloads:
+        if w in REAL:
+            continue
         threads = res.threads[w]
         dat = os.path.join(plotdir, w + ".dat")
         with open(dat, "w") as f:
@@ -691,11 +722,147 @@ def plot(res, plotdir, memory_series):
     return made
 
 
+def real_checks(names, prof, allocators, scratch, timeout):
+    """Before the measured runs: each real program once per allocator with the binding
+    trace (realprogs.check_served). Returns ({(program, allocator): None if the
+    allocator serves the program's heap, else why not}, {program: the reference output,
+    from the run with glibc, or None when that run failed})."""
+    served, references = {}, {}
+    glibc = benchlib.Allocator("glibc", None, "libc6")
+    for w in names:
+        prog = realprogs.BY_NAME[w]
+        knobs = prof["knobs"][w]
+        d = os.path.join(scratch, w)
+        os.makedirs(d, exist_ok=True)
+        benchlib.note("%s: checking which allocator serves it, and its reference output" % w)
+        why, ref, status = realprogs.check_served(prog, knobs, d, glibc, timeout)
+        if status != "ok" or why is not None:
+            benchlib.note("%s: reference run with glibc: %s" % (w, why or status))
+            ref = None
+        references[w] = ref
+        for a in allocators:
+            why, out, status = realprogs.check_served(prog, knobs, d, a, timeout)
+            if status != "ok":
+                why = "check run %s" % status
+            elif why is None:
+                why = realprogs.check_output(prog, knobs, out, ref)
+            served[(w, a.name)] = why
+            if why:
+                benchlib.note("%s, %s: not measured: %s" % (w, a.name, why))
+    return served, references
+
+
+def real_run(res, w, a, rep, runs, knobs, scratch, served, references, timeout, progress,
+             failures, stamp):
+    """One measured run of real program `w` with allocator `a`, added to `res`."""
+    prog = realprogs.BY_NAME[w]
+    progress.show("%s, %s, run %d/%d" % (w, a.name, rep + 1, runs))
+    d = os.path.join(scratch, w)
+    cmd = realprogs.command(prog, knobs, d, a)
+    row = dict(stamp, workload=w, allocator=a.name, threads=1, run=rep + 1,
+               metric="seconds", command=" ".join(shlex.quote(c) for c in cmd))
+    if served.get((w, a.name)):
+        row.update(status="not served: " + served[(w, a.name)], value="", seconds="",
+                   wall_s="", user_s="", sys_s="", peak_rss_kib="", maxrss_kib="",
+                   result="", _fields={})
+        res.add(row)
+        return
+    prog.prepare(knobs, d)
+    r = run_once(cmd, realprogs.environment(prog), timeout)
+    f = r["fields"] or {}
+    row.update(status=r["status"], value=f.get("seconds", ""), seconds=f.get("seconds", ""),
+               wall_s="%.4f" % r["wall_s"], user_s="%.4f" % r["user_s"],
+               sys_s="%.4f" % r["sys_s"], peak_rss_kib=f.get("peak_rss_kib", ""),
+               maxrss_kib=r["maxrss_kib"],
+               result=" ".join("%s=%s" % kv for kv in f.items()), _fields=f)
+    if r["status"] == "ok":
+        why = realprogs.check_output(prog, knobs, realprogs.program_output(
+            prog, r["stdout"], d), references.get(w))
+        if why:
+            row["status"] = "failed: " + why
+    if row["status"] != "ok":
+        failures.append("%s / %s / run %d: %s" % (w, a.name, rep + 1, row["status"]))
+    res.add(row)
+
+
+def real_lines(res, names, served, have_lfheap):
+    """The summary's real-program part: each program's median time and peak RSS per
+    allocator (in brackets lfheap's over this allocator's), the geometric mean of those
+    ratios over the programs per peer, and which allocators did not serve a program."""
+    peers = [a for a in res.allocators if a != "lfheap"]
+    out = ["Real programs (bench/real/, run by `build/bench/realrun`): median wall "
+           "seconds of the whole process, median peak RSS in MiB, and median CPU seconds "
+           "(user + sys of the program and its children, which other work on a busy "
+           "machine inflates less than the wall time); in brackets lfheap's over this "
+           "allocator's (below 1: lfheap is faster or smaller). The geometric means are "
+           "over these programs only; the best-peer ones use the wall time, like every "
+           "other cell.", "",
+           "| program | " + " | ".join(res.allocators) + " |",
+           "|---|" + "---:|" * len(res.allocators)]
+    def value(kind, w, a):
+        v, rss, _ = res.cell(w, a, 1)
+        return {"time": v, "rss": rss, "cpu": res.cpu_seconds(w, a, 1)}[kind]
+
+    def ratio(kind, w, a):
+        lf, x = value(kind, w, "lfheap"), value(kind, w, a)
+        return lf / x if lf and x else None
+    fmt = {"time": "%.3f s", "rss": "%.1f", "cpu": "%.3f s"}
+    label = {"time": "time", "rss": "peak RSS", "cpu": "CPU"}
+    for kind in ("time", "rss", "cpu"):
+        for w in names:
+            cells = []
+            for a in res.allocators:
+                x = value(kind, w, a)
+                s = "—" if x is None else fmt[kind] % x
+                r = ratio(kind, w, a) if have_lfheap and a != "lfheap" else None
+                if r is not None:
+                    s += " (%.2f)" % r
+                failed = res.cell(w, a, 1)[2]
+                if failed:
+                    s += " !%d failed" % failed
+                cells.append(s)
+            out.append("| %s %s | %s |" % (w, label[kind], " | ".join(cells)))
+        if have_lfheap:
+            gm = []
+            for a in res.allocators:
+                if a == "lfheap":
+                    gm.append("")
+                    continue
+                g = geomean([ratio(kind, w, a) for w in names])
+                gm.append("—" if g is None else "**%.3f**" % g)
+            out.append("| geomean, lfheap / peer | %s |" % " | ".join(gm))
+    if have_lfheap and peers:
+        s = best_peer_summary([c for c in best_peer(res.run_rows()) if c["workload"] in names])
+        cpu = []
+        for w in names:
+            best = [value("cpu", w, a) for a in peers if value("cpu", w, a)]
+            if best and value("cpu", w, "lfheap"):
+                cpu.append(value("cpu", w, "lfheap") / min(best))
+        g = geomean(cpu)
+        out += ["", "Against the best peer of each program: time **%s**, peak RSS **%s** "
+                "(geometric means over %d and %d programs); CPU seconds against the peer "
+                "with the fewest: **%s**." % (
+                    "—" if s["time_geomean"] is None else "%.2f" % s["time_geomean"],
+                    "—" if s["rss_geomean"] is None else "%.2f" % s["rss_geomean"],
+                    s["time_cells"], s["rss_cells"], "—" if g is None else "%.2f" % g)]
+    refused = [(w, a, why) for (w, a), why in sorted(served.items()) if why]
+    out += ["", "Which allocator serves each program's heap (`LD_DEBUG=bindings`, every "
+            "process of the program: malloc, free, calloc and realloc must bind to the "
+            "preloaded library, libc.so.6 for glibc): %s" % (
+                "every allocator, every program." if not refused else "")]
+    out += ["- %s, %s: not measured, %s" % r for r in refused]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                     help="quick (make bench), full (make bench-full) or test")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--groups", default="kernels,real",
+                    help="workload groups: kernels (the programs in bench/), real (real "
+                    "programs, bench/real/); default both")
+    ap.add_argument("--workloads", help="workloads to run, from any group (default: every "
+                    "workload of --groups)")
     ap.add_argument("--allocators", default=",".join(benchlib.ALL_NAMES))
     ap.add_argument("--threads", help="thread counts for every workload (default: 1,2,4,8, "
                     "and 1,2,32 for oversubscribed)")
@@ -716,15 +883,33 @@ def main():
     prof = PROFILES[args.profile]
     runs = args.runs or prof["runs"]
     timeout = args.timeout or prof["timeout"]
-    workloads = [w for w in args.workloads.split(",") if w]
+    groups = [g for g in args.groups.split(",") if g]
+    for g in groups:
+        if g not in GROUPS:
+            raise SystemExit("unknown group %s (known: %s)" % (g, ", ".join(GROUPS)))
+    if args.workloads is None:
+        workloads = [w for g in groups for w in GROUPS[g]]
+    else:
+        workloads = [w for w in args.workloads.split(",") if w]
     for w in workloads:
-        if w not in WORKLOADS:
-            raise SystemExit("unknown workload %s (known: %s)" % (w, ", ".join(WORKLOADS)))
+        if w not in WORKLOADS + REAL:
+            raise SystemExit("unknown workload %s (known: %s)" %
+                             (w, ", ".join(WORKLOADS + REAL)))
+    real_skipped = []
+    if any(w in REAL for w in workloads):
+        usable, real_skipped = realprogs.select([w for w in workloads if w in REAL],
+                                                install=not args.no_install)
+        for line in real_skipped:
+            print(line, file=sys.stderr)
+        have = {p.name for p in usable}
+        workloads = [w for w in workloads if w not in REAL or w in have]
     if args.threads is not None:
         given = [int(t) for t in args.threads.split(",") if t]
-        threads = {w: given for w in workloads}
+        threads = {w: [1] if w in REAL else given for w in workloads}
     else:
         threads = {w: WORKLOAD_THREADS.get(w, DEFAULT_THREADS) for w in workloads}
+    if not workloads:
+        raise SystemExit("no workload to run")
     if any(not ts or min(ts) < 1 for ts in threads.values()) or runs < 1:
         raise SystemExit("need at least one thread count >= 1 and runs >= 1")
 
@@ -757,6 +942,9 @@ def main():
     os.makedirs(plotdir, exist_ok=True)
     res = Results(workloads, names, threads)
     memory_series = {}
+    scratch = os.path.join(plotdir, "real-scratch")
+    served, references = real_checks([w for w in workloads if w in REAL], prof, allocators,
+                                     scratch, timeout)
     total = runs * sum(len(ts) for ts in threads.values()) * len(allocators)
     progress = Progress(total)
     failures = []
@@ -775,6 +963,11 @@ def main():
             else:
                 cells = [(t, a) for t in threads[w] for a in order]
             for t, a in cells:
+                if w in REAL:
+                    real_run(res, w, a, rep, runs, knobs, scratch, served, references,
+                             timeout, progress, failures,
+                             {"date": date, "host": machine["host"], "profile": args.profile})
+                    continue
                 cmd = command_line(w, knobs, t)
                 series = None
                 if w == "memory" and rep == 0:
@@ -822,6 +1015,8 @@ def main():
     elapsed = time.monotonic() - t_start
     load_end = benchlib.load_average()
 
+    # the real programs' inputs and outputs (a database, an object file) are not results
+    shutil.rmtree(scratch, ignore_errors=True)
     plots = plot(res, plotdir, memory_series) if want_plots else []
     best_cells = None
 
@@ -843,6 +1038,8 @@ def main():
                                       if a.preload and a.name != "lfheap" else ""))
     for s in skipped:
         md.append("- %s" % s)
+    if real_skipped:
+        md += ["", "Real programs not run:", ""] + ["- %s" % s for s in real_skipped]
     md += ["", "## Summary", ""]
     if have_lfheap and len(names) > 1:
         md.append("Geometric means over every workload x thread-count cell. A time ratio "
@@ -865,6 +1062,10 @@ def main():
                                                          if s.startswith("lfheap")))
     else:
         md.append("Only lfheap was measured; no ratios.")
+    real_names = [w for w in workloads if w in REAL]
+    if real_names:
+        md += ["", "### Real programs", ""]
+        md += real_lines(res, real_names, served, have_lfheap)
     scaling = oversub_table(res)
     if scaling:
         md += ["", "### Over-subscription", "",
@@ -904,6 +1105,12 @@ def main():
            "Each workload ran as below with `--threads=T` for T in the counts given "
            "(binaries in build/bench/; `--help` on any of them explains its knobs):", ""]
     for w in workloads:
+        if w in REAL:
+            prog = realprogs.BY_NAME[w]
+            md.append("- %s: `%s`%s" % (w, " ".join(shlex.quote(x) for x in prog.argv(
+                prof["knobs"][w], "SCRATCH")), "".join(
+                    " with %s=%s" % kv for kv in prog.env.items())))
+            continue
         md.append("- `%s %s`, T = %s" % (w, " ".join("--%s=%s" % kv
                                                     for kv in prof["knobs"][w].items()),
                                         ", ".join(map(str, threads[w]))))

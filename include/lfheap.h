@@ -25,7 +25,7 @@ extern "C" {
 #define LFH_MALLOC_ATTR
 #endif
 
-/* The C and POSIX allocation API, with glibc's semantics (see README.md). */
+/* The C and POSIX allocation API, with glibc's semantics (docs/API.md). */
 void *lfh_malloc(size_t size) LFH_MALLOC_ATTR;
 void *lfh_calloc(size_t count, size_t size) LFH_MALLOC_ATTR;
 void *lfh_realloc(void *ptr, size_t size);
@@ -45,7 +45,7 @@ size_t lfh_malloc_usable_size(void *ptr);
 int lfh_malloc_trim(size_t pad);
 
 /*
- * llheap's extensions (README.md, "What it does"). Sticky properties: calloc and
+ * llheap's extensions (docs/API.md, "The routines"). Sticky properties: calloc and
  * cmemalign set zero fill, the aligned routines set the alignment; realloc, reallocarray
  * and aligned_realloc keep both (bytes a zero-fill block gains read as zero; a moved block
  * keeps its alignment); resize and aligned_resize keep neither and copy nothing.
@@ -94,7 +94,7 @@ size_t malloc_alignment(void *ptr);
 bool malloc_zero_fill(void *ptr);
 
 /*
- * Statistics (README.md, "Statistics"). Every build has these routines; the -stats
+ * Statistics (docs/STATISTICS.md). Every build has these routines; the -stats
  * libraries (liblfheap-stats.so, ...) count, the others report only what is known
  * without counters (the arenas) and say so. Counters are per thread, kept without atomic
  * read-modify-write, and summed when asked: totals include threads that are still
@@ -178,7 +178,7 @@ void lfh_heap_stats(void);
  * (EINVAL otherwise); a stream without a file descriptor gives EINVAL. 0 on success, -1
  * on error. */
 int lfh_malloc_info(int options, FILE *fp);
-/* glibc's summaries from the same numbers (README.md, "Statistics"). */
+/* glibc's summaries from the same numbers (docs/API.md, docs/STATISTICS.md). */
 struct mallinfo lfh_mallinfo(void);
 struct mallinfo2 lfh_mallinfo2(void);
 /* Accepts glibc's parameters (returns 1) and ignores them; 0 for unknown ones. */
@@ -188,7 +188,7 @@ int lfh_mallopt(int param, int value);
  * under glibc's names: malloc_stats, malloc_info, mallinfo, mallinfo2, mallopt. */
 int malloc_stats_fd(int fd);
 
-/* Debug builds (README.md, "Debug build"): a program may define this (llheap's hook) to
+/* Debug builds (docs/DEBUGGING.md): a program may define this (llheap's hook) to
  * say how many requested bytes it leaves allocated on purpose; they are not reported as
  * unfreed at exit. A program that preloads the library must export it (-rdynamic). */
 size_t malloc_unfreed(void);

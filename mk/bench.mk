@@ -19,6 +19,13 @@ $(BUILD)/bench/%: bench/%.c bench/common.h $(BUILD)/bench/common.o
 	@mkdir -p $(@D)
 	$(CC) $(BENCH_CFLAGS) $< $(BUILD)/bench/common.o -o $@ -lm
 
+# The launcher of the real-program workloads (bench/realrun.c, bench/real/).
+$(BUILD)/bench/realrun: bench/realrun.c mk/bench.mk
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O2 -g $< -o $@
+
+BENCH_BINS += $(BUILD)/bench/realrun
+
 .PHONY: bench-progs
 bench-progs: $(BENCH_BINS)
 

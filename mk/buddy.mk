@@ -5,10 +5,11 @@
 TEST_BINS += $(BUILD)/t/test_buddy $(BUILD)/t-tsan/test_buddy $(BUILD)/t-asan/test_buddy
 
 BACKEND_BENCH_CFLAGS := $(CSTD) $(WARN) -O2 -g -Iinclude -Isrc -Ibench -pthread
+# Linked with the "bench" variant: the prefixed library without the invariant checks.
 $(BUILD)/bench/backend: bench/backend.c bench/spinbuddy.c bench/spinbuddy.h \
-                        $(BUILD)/liblfheap-prefix.a
+                        $(BUILD)/liblfheap-bench.a
 	@mkdir -p $(@D)
-	$(CC) $(BACKEND_BENCH_CFLAGS) bench/backend.c bench/spinbuddy.c -o $@ $(BUILD)/liblfheap-prefix.a -lm
+	$(CC) $(BACKEND_BENCH_CFLAGS) bench/backend.c bench/spinbuddy.c -o $@ $(BUILD)/liblfheap-bench.a -lm
 
 .PHONY: bench-backend
 bench-backend: $(BUILD)/bench/backend

@@ -5,8 +5,8 @@
 #   build/liblfheap-parking-tsan.a   the same under ThreadSanitizer
 #   build/t-park/test_parking, build/t-park-tsan/test_parking   run by tests/suites/park.sh
 PARK_VARIANTS := parking parking-tsan
-FLAGS_parking      := -DLFHEAP_PREFIX_ONLY -DLFHEAP_PARKING
-FLAGS_parking-tsan := -DLFHEAP_PREFIX_ONLY -DLFHEAP_PARKING -fsanitize=thread -O1
+FLAGS_parking      := -DLFHEAP_PREFIX_ONLY -DLFHEAP_CHECKS -DLFHEAP_PARKING
+FLAGS_parking-tsan := -DLFHEAP_PREFIX_ONLY -DLFHEAP_CHECKS -DLFHEAP_PARKING -fsanitize=thread -O1
 $(foreach v,$(PARK_VARIANTS),$(eval $(call variant_rules,$(v))))
 $(foreach v,$(PARK_VARIANTS),$(eval OBJS_$(v) += $(BUILD)/obj/$(v)/park.o))
 

@@ -3,6 +3,7 @@
 #   build/t-stats-debug/NAME  linked with liblfheap-stats-debug.a
 #   build/t-debug/NAME        linked with liblfheap-debug.a
 #   build/t-plain/test_debug  plain, -rdynamic (the preloaded library finds malloc_unfreed)
+#   build/t{,-debug}/test_invariants  the invariant checks, in the tests' and debug builds
 define statsdebug_rules
 $(BUILD)/t-$(1)/%: tests/%.c $(BUILD)/liblfheap-$(1).a $(wildcard tests/*.h)
 	@mkdir -p $$(@D)
@@ -18,4 +19,5 @@ TEST_BINS += $(LLHEAP_VARIANTS) \
              $(BUILD)/t/test_stats $(BUILD)/t-stats/test_stats $(BUILD)/t-stats-debug/test_stats \
              $(BUILD)/t-debug/test_debug $(BUILD)/t-stats-debug/test_debug \
              $(BUILD)/t-plain/test_debug \
-             $(BUILD)/t-stats-debug/test_sticky $(BUILD)/t-debug/test_sticky
+             $(BUILD)/t-stats-debug/test_sticky $(BUILD)/t-debug/test_sticky \
+             $(BUILD)/t/test_invariants $(BUILD)/t-debug/test_invariants

@@ -242,7 +242,9 @@ LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
         return counted(LFH_STATS_CALLOC, SIZE_MAX, fail_nomem());
     if (!DEBUG_ENABLED && LFH_LIKELY(bytes <= SIZECLASS_LOOKUP_MAX - SECURE_TAIL_BYTES)) {
         /* calloc's fast path: malloc's, from the tracked twin of the class, plus the
-         * block's record and the zeros. */
+         * block's record and the zeros, also in pages that read as zeros already: the
+         * memset faults them in once for writing, where the program's first read would
+         * map the zero page and its first write fault again. */
         void *block = tcache_bin_take(tcache_base() + API_TRACKED_BINS +
                                       sizeclass_lookup[bytes + SECURE_TAIL_BYTES]);
         if (LFH_LIKELY(block != NULL)) {
@@ -524,6 +526,14 @@ LFH_EXPORT bool lfh_malloc_zero_fill(void *ptr)
     return desc ? block_props(desc, ptr).zero_fill : false;
 }
 
+/* True if a small block of `desc` can hold `room` bytes where it is: they fit, and the
+ * block would not waste over half of itself (a smaller class would serve them then). */
+static inline bool small_keeps(const struct descriptor *desc, size_t room)
+{
+    return room <= desc->block_size && (room > desc->block_size / 2 ||
+                                        sizeclass_of(room) == heap_size_class(desc->class_index));
+}
+
 /* Tries to give the block at ptr (desc) `size` bytes where it is, aligned to `align`;
  * returns the (possibly moved, for a large block) address, or NULL to say it must move.
  * On success the block's record, if it has one, still needs updating. */
@@ -532,16 +542,43 @@ static void *resize_in_place(void *ptr, struct descriptor *desc, size_t size, si
     if ((uintptr_t)ptr & (align - 1))
         return NULL;
     size_t room = block_room(size);
-    if (desc->class_index != HEAP_CLASS_LARGE) {
-        size_t usable = desc->block_size;
-        /* Stay while the request fits and would not waste over half the block. */
-        bool fits = room <= usable &&
-                    (room > usable / 2 || sizeclass_of(room) == heap_size_class(desc->class_index));
-        return fits ? ptr : NULL;
-    }
+    if (desc->class_index != HEAP_CLASS_LARGE)
+        return small_keeps(desc, room) ? ptr : NULL;
     if (room <= SIZECLASS_MAX_SIZE)
         return NULL; /* a small block wastes less */
     return large_resize(desc, room, align);
+}
+
+/* The record field that says a block is aligned to API_MIN_ALIGN and no more. */
+#define API_RECORD_MIN_ALIGN ((uint32_t)__builtin_ctz(API_MIN_ALIGN) << HEAP_RECORD_ALIGN_SHIFT)
+
+/* realloc of a tracked small block at ptr (desc), of the minimum alignment (calloc's
+ * blocks, chiefly: their zero fill is sticky), to `size` bytes that a small block holds:
+ * what the general path below decides for it, read from and written to the record
+ * directly. NULL with errno ENOMEM if the block must move and no block is left. Not in
+ * the debug build, whose records carry block states the general path keeps. */
+static void *realloc_tracked_small(void *ptr, struct descriptor *desc, uint32_t record, size_t size,
+                                   size_t room)
+{
+    size_t old_request = record & HEAP_RECORD_REQUEST_MASK;
+    uint32_t flags = record & ~HEAP_RECORD_REQUEST_MASK;
+    bool zero_fill = (record & HEAP_RECORD_ZERO_FILL) != 0;
+    if (small_keeps(desc, room)) {
+        if (zero_fill && size > old_request)
+            memset((char *)ptr + old_request, 0, size - old_request);
+        *heap_record_at(desc, ptr) = flags | (uint32_t)size;
+        return ptr;
+    }
+    void *fresh = tcache_alloc(heap_tracked_class(sizeclass_of(room)));
+    if (!fresh)
+        return NULL; /* errno is ENOMEM */
+    *heap_record_at(pagemap_find(fresh), fresh) = flags | (uint32_t)size;
+    size_t copied = old_request < size ? old_request : size;
+    memcpy(fresh, ptr, copied);
+    if (zero_fill && size > copied)
+        memset((char *)fresh + copied, 0, size - copied);
+    release_block(ptr, desc);
+    return fresh;
 }
 
 /* realloc of the block at ptr (desc) to `size` > 0 bytes, keeping its contents and sticky
@@ -554,8 +591,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
         /* A plain small block: no record, no property to keep. */
         size_t room = block_room(size);
         size_t usable = usable_size(desc);
-        if (room <= desc->block_size &&
-            (room > desc->block_size / 2 || sizeclass_of(room) == desc->class_index))
+        if (small_keeps(desc, room))
             return ptr;
         void *fresh = malloc_block(size);
         if (!fresh)
@@ -563,6 +599,13 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
         memcpy(fresh, ptr, size < usable ? size : usable);
         release_block(ptr, desc);
         return fresh;
+    }
+    if (!DEBUG_ENABLED && desc->class_index < HEAP_CLASS_LARGE && align == 0) {
+        uint32_t record = *heap_record_at(desc, ptr);
+        size_t room = block_room(size);
+        if ((record & HEAP_RECORD_ALIGN_MASK << HEAP_RECORD_ALIGN_SHIFT) == API_RECORD_MIN_ALIGN &&
+            room <= SIZECLASS_MAX_SIZE)
+            return realloc_tracked_small(ptr, desc, record, size, room);
     }
     struct heap_props props = block_props(desc, ptr);
     bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;

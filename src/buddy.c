@@ -1,5 +1,5 @@
 /*
- * buddy: the non-blocking buddy system of NBBS (seeds/001), written from Algorithms 1-5.
+ * buddy: the non-blocking buddy system of NBBS (docs/BUDDY.md), written from Algorithms 1-5.
  *
  * What it does. A region of 2^size_shift bytes is a complete binary tree: node 1 is the
  * region, node n has children 2n and 2n+1, node n at level l = floor(log2 n) is the chunk
@@ -29,8 +29,12 @@
  * - A node is a live chunk iff its OCC bit is set and index[] holds its level at its
  *   first leaf; every ancestor up to base_level then has the occupancy bit of its side.
  * - A coalescing bit is only ever set on a side whose occupancy bit is set (F12 checks
- *   it in the same CAS), never on an allocated node; so a node's status bits read 0 iff
- *   no allocation or release involves its subtree, and IS_FREE(v) is "status bits 0".
+ *   it in the same CAS), never on a node still taken by an allocation, with one window
+ *   in the packed layout: a release marks its own slots coalescing (F9) before F20
+ *   clears them, and an UNMARK from a bunch below that began before the node was taken
+ *   may clear a side bit of such a slot in between; its OCC bit is never touched, and
+ *   F20 clears the slot right after. So a node's status bits read 0 iff no allocation or
+ *   release involves its subtree, and IS_FREE(v) is "status bits 0".
  * - The version of a node (of a bunch word) changes with every allocation that marks it
  *   from below (T15), and only counts up.
  * - Every retry loop retries only after a CAS failed, that is after another thread
@@ -38,8 +42,8 @@
  *   (A15) happens only after a release completed.
  * - Memory order: every RMW that takes or gives back a node is acq_rel, and the release
  *   write of a node (F20) is a release store, so the previous owner's accesses to a chunk
- *   happen before the next owner's (NBBS §3.5 asks for barriers at A10 and F20; the
- *   seeds' README notes they must be release/acquire on weakly ordered machines).
+ *   happen before the next owner's (NBBS §3.5 asks for barriers at A10 and F20,
+ *   which on weakly ordered machines must be release/acquire).
  *   Plain loads of nodes are relaxed where a CAS re-validates the value they return;
  *   UNMARK's loads are acquire (the child must be read after the node).
  *
@@ -73,13 +77,10 @@
 
 #include <errno.h>
 
+#include "invariant.h"
 #include "lfheap_buddy.h"
 #include "os.h"
 #include "park.h"
-
-#ifndef LFH_UNLIKELY
-#define LFH_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#endif
 
 /* A point between two steps of an algorithm where another thread may run. Nothing in
  * the library; tests/test_buddy_chaos.c compiles this file with a random yield here, so
@@ -103,6 +104,7 @@
 #define SLOT_MASK 0x1fu
 #define SLOT_REP  ((uint64_t)0x0842108421)
 #define BUSY_REP  ((uint64_t)BUSY * SLOT_REP)
+#define OCC_REP   ((uint64_t)OCC * SLOT_REP)
 #define COAL_REP  ((uint64_t)COAL_BOTH * SLOT_REP)
 /* Bits 40-63 of a bunch word: its version, incremented by every allocation that marks
  * one of its slots from below (T15); see UNMARK. */
@@ -307,7 +309,11 @@ static void flat_freenode(struct buddy *b, uint64_t n, unsigned level)
      * U11 all refuse an OCC node), so a load and a store suffice. The store is a release:
      * it pairs with the acquire of the next T2 on n, so our accesses to the chunk happen
      * before the next owner's; the load is relaxed (our own node). */
-    uint32_t version = atomic_load_explicit(&b->tree[n], memory_order_relaxed) & ~NODE_STATUS;
+    uint32_t taken = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
+    /* A node released (by NBFREE or by an undone TRYALLOC) is one this thread took, and
+     * it read the node atomically, with nobody else writing it (above). */
+    LFH_INVARIANT("buddy released node was taken", (taken & NODE_STATUS) == BUSY);
+    uint32_t version = taken & ~NODE_STATUS;
     atomic_store_explicit(&b->tree[n], version, memory_order_release);
     if (level != b->base_level) { /* F21-F22 */
         BUDDY_CHAOS();
@@ -446,6 +452,12 @@ static void packed_freenode(struct buddy *b, uint64_t n, unsigned level)
      * to the chunk happen before the next owner's); acquire lets the release whose
      * fetch-and empties the bunch carry every earlier release's marks to UNMARK. */
     uint64_t word = atomic_fetch_and_explicit(pos.word, ~pos.mask, memory_order_acq_rel);
+    /* Our slots, which we took, still read OCC in the word this fetch-and returned. Only
+     * OCC: once F9 above has marked them coalescing, an UNMARK from a bunch below that
+     * started before we took them may clear the side bits of one (its U8 sees the
+     * coalescing bit and a free child bunch), never OCC. */
+    LFH_INVARIANT("buddy released node was taken",
+                  (word & pos.mask & OCC_REP) == (OCC_REP & pos.mask));
     word &= ~pos.mask;
     /* F21-F22, with U12-U13 for the inner levels: climb out of the bunch only if it has
      * become entirely free. */
@@ -540,6 +552,40 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
         child_level = up.root_level;
     }
     return 0; /* T16 */
+}
+
+/* ---------------------------------------------------------------------------------- */
+/* The tree's invariants of a live chunk (the top of the file), asserted when buddy_alloc
+ * hands node n out and when buddy_free takes it back: the node is taken (its status bits
+ * are exactly BUSY: 1-level; every slot under it is BUSY: packed), and every ancestor up
+ * to base_level has the occupancy bit of the side n lies on. Cannot fire spuriously under
+ * concurrency: the calling thread holds the chunk, and while it does nobody writes n
+ * (T2, T15, F12 and U11 refuse an OCC node, and an allocated ancestor inside a bunch
+ * would have made our T2 fail), and nobody clears our side's occupancy bit above it (an
+ * UNMARK clears a side only when the child on that side reads free after the node, and
+ * the path from n up reads occupied until we release n); every read is an atomic load. A
+ * double free racing with itself is undefined (buddy.h). */
+static void chunk_check_live(const struct buddy *b, uint64_t n, unsigned level)
+{
+    if (!(b->flags & BUDDY_PACKED)) {
+        uint32_t val = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
+        LFH_INVARIANT("buddy live chunk's node is taken", (val & NODE_STATUS) == BUSY);
+        for (uint64_t child = n; level > b->base_level; level--, child >>= 1) {
+            val = atomic_load_explicit(&b->tree[child >> 1], memory_order_relaxed);
+            LFH_INVARIANT("buddy ancestor occupied on the chunk's side", val & side_occ(child));
+        }
+        return;
+    }
+    struct position pos;
+    packed_locate(b, n, level, &pos);
+    uint64_t word = atomic_load_explicit(pos.word, memory_order_relaxed);
+    LFH_INVARIANT("buddy live chunk's node is taken", (word & pos.mask) == (BUSY_REP & pos.mask));
+    for (uint64_t child = pos.root; pos.root_level > b->base_level; child = pos.root) {
+        packed_locate_parent(b, child, pos.root_level, &pos);
+        word = atomic_load_explicit(pos.word, memory_order_relaxed);
+        LFH_INVARIANT("buddy ancestor occupied on the chunk's side",
+                      word & ((uint64_t)side_occ(child) << pos.shift));
+    }
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -705,6 +751,12 @@ void *buddy_alloc(struct buddy *b, size_t bytes)
             n = scan_level(b, level, first, start);
         if (n) {
             uint64_t offset = (n - first) << chunk_shift;
+            /* The chunk: at least `bytes`, inside the region, aligned to its size. */
+            LFH_INVARIANT("buddy chunk fits and is aligned to its size",
+                          ((size_t)1 << chunk_shift) >= bytes && offset < b->size &&
+                              (offset & (((uint64_t)1 << chunk_shift) - 1)) == 0);
+            if (LFH_CHECKS)
+                chunk_check_live(b, n, level);
             /* A10. release: pairs with the acquire in buddy_free / buddy_chunk_size, which
              * may run on another thread that got the pointer by its own means. */
             atomic_store_explicit(&b->index[offset >> b->min_shift], (uint8_t)(level + 1),
@@ -748,7 +800,16 @@ bool buddy_free(struct buddy *b, void *p)
     if (LFH_UNLIKELY(!tag))
         return false;
     unsigned level = tag - 1;
+    /* index[] holds the level of a chunk starting at this leaf: a level chunks are cut
+     * at, and one the start is aligned to. The tag is this thread's atomic load, and
+     * nobody else writes it while the chunk is live (A10 and F2 are its taker's and
+     * releaser's). */
+    LFH_INVARIANT("buddy index holds a chunk's level",
+                  level >= b->base_level && level <= b->depth &&
+                      (offset & (((uintptr_t)1 << (b->size_shift - level)) - 1)) == 0);
     uint64_t n = ((uint64_t)1 << level) + (offset >> (b->size_shift - level));
+    if (LFH_CHECKS)
+        chunk_check_live(b, n, level);
     /* relaxed: the release RMWs and the F20 store below order this before any new
      * owner's A10 store to the same leaf (its T2/T15 acquire them). */
     atomic_store_explicit(&b->index[leaf], 0, memory_order_relaxed);

@@ -1,6 +1,6 @@
 /*
  * buddy: the page back-end of lfheap, a non-blocking buddy system after NBBS (Marotta,
- * Ianni, Pellegrini, Quaglia, IEEE TC; seeds/001). One instance manages one region of
+ * Ianni, Pellegrini, Quaglia, IEEE TC; docs/DESIGN.md). One instance manages one region of
  * 2^k bytes as a complete binary tree of chunks from the region (the root) down to the
  * minimum chunk (the leaves). Allocation and release run NBBS Alg. 2-5 with CAS and
  * fetch-and-or/and only: no locks, no waiting; splitting and coalescing happen inside

@@ -14,15 +14,4 @@
  * threads are kept on a line of their own, away from fields read on the fast path. */
 #define LFH_CACHE_LINE 64
 
-/* Internal invariants, checked in the debug build only: a broken one is lfheap's own bug,
- * reported by lfh_fatal (debug.c) with the file, line and condition, then abort. The
- * release build compiles the condition away unevaluated. */
-#ifdef LFHEAP_DEBUG
-void lfh_fatal(const char *file, int line, const char *condition)
-    __attribute__((noreturn, cold, visibility("hidden")));
-#define LFH_ASSERT(cond) (LFH_LIKELY(cond) ? (void)0 : lfh_fatal(__FILE__, __LINE__, #cond))
-#else
-#define LFH_ASSERT(cond) ((void)sizeof(cond))
-#endif
-
 #endif

@@ -1,10 +1,11 @@
 /*
- * debug: the debug build's checks and reports (debug.h), and lfh_fatal. Nothing here
- * allocates or takes a lock: reports are built on the stack and written with write(2)
- * (out.h), so they work whatever state the heap is in.
+ * debug: the debug build's checks and reports (debug.h), and the report of a broken
+ * invariant (invariant.h). Nothing here allocates or takes a lock: reports are built on
+ * the stack and written with write(2) (out.h), so they work whatever state the heap is in.
  */
 #include "debug.h"
 
+#include "invariant.h"
 #include "out.h"
 #include "sizeclass.h"
 #include "stats.h"
@@ -14,6 +15,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#if LFH_CHECKS
+/* ---- broken invariants (invariant.h) ---------------------------------------------- */
+
+void lfh_invariant_failed(const char *name, const char *condition, const char *file, int line)
+{
+    struct out o;
+    out_report_begin(&o, "broken invariant");
+    out_str(&o, name);
+    out_str(&o, ": ");
+    out_str(&o, condition);
+    out_str(&o, " at ");
+    out_str(&o, file);
+    out_str(&o, ":");
+    out_dec(&o, (uint64_t)line);
+    out_str(&o, "\n");
+    out_flush(&o);
+    abort();
+}
+#endif
 
 #ifdef LFHEAP_DEBUG
 
@@ -46,21 +67,6 @@ static void report_end(struct out *o)
     out_flush(o);
     if (abort_enabled())
         abort();
-}
-
-void lfh_fatal(const char *file, int line, const char *condition)
-{
-    struct out o;
-    out_init(&o, STDERR_FILENO);
-    out_str(&o, "lfheap: internal error: ");
-    out_str(&o, condition);
-    out_str(&o, " does not hold at ");
-    out_str(&o, file);
-    out_str(&o, ":");
-    out_dec(&o, (uint64_t)line);
-    out_str(&o, "\n");
-    out_flush(&o);
-    abort();
 }
 
 /* ---- block states ----------------------------------------------------------------- */

@@ -43,7 +43,8 @@
 #define DEBUG_CANARY_WORD  UINT64_C(0x0DF0FECA0DF0FECA)
 /* How much of a freed block is filled and checked: writes after free usually hit the
  * first fields of a structure, and filling whole blocks would cost the debug build more
- * than its budget (README.md, "Debug build"). A multiple of 16, like every block. */
+ * than its budget (docs/DEBUGGING.md, docs/BENCHMARKS.md). A multiple of 16, like every
+ * block. */
 #define DEBUG_FILL_MAX   64
 #define DEBUG_FREED_BYTE 0xDF
 #define DEBUG_FILL_WORD  (UINT64_C(0x0101010101010101) * DEBUG_FREED_BYTE)

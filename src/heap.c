@@ -15,6 +15,7 @@
 #include "heap.h"
 
 #include "arena.h"
+#include "invariant.h"
 #include "os.h"
 #include "pagemap.h"
 #include "park.h"
@@ -60,6 +61,33 @@ static inline void *anchor_chain(const struct descriptor *d, uint64_t a)
 {
     uint64_t avail = anchor_avail(a);
     return avail == ANCHOR_AVAIL_NONE ? NULL : d->start + (avail << 4);
+}
+
+/* The anchor's invariants (heap.h, "States"), asserted of every anchor value a thread
+ * reads from d->anchor (its load, or what a failed CAS returned) and of every value it
+ * CASes or stores there: the count never exceeds the superblock's blocks and includes the
+ * whole uncarved tail; FULL has no free block, PARTIAL some but not all, EMPTY all; the
+ * chain is empty exactly when `avail` says none, and otherwise starts at a block start
+ * below the tail (it holds freed blocks, which were carved). Cannot fire spuriously
+ * under concurrency: the anchor checked is a value this thread read or wrote atomically,
+ * whole (one 64-bit word), and the descriptor's other fields it uses (start, max_count,
+ * block_size and the block-start magic) are written when the superblock is set up,
+ * before any other thread can reach it, and not again until the descriptor is retired,
+ * which cannot happen while the checking thread holds one of its blocks (give-back) or
+ * has popped it from a partial stack (take) or is setting it up. */
+static inline void anchor_check(const struct descriptor *d, uint64_t a)
+{
+    uint32_t count = anchor_count(a), tail = anchor_tail(a), max = d->max_count;
+    unsigned state = anchor_state(a);
+    LFH_INVARIANT("anchor count", tail <= max && count <= max && count >= max - tail);
+    LFH_INVARIANT("anchor state", (state == ANCHOR_FULL && count == 0) ||
+                                      (state == ANCHOR_PARTIAL && count != 0 && count != max) ||
+                                      (state == ANCHOR_EMPTY && count == max));
+    uint64_t avail = anchor_avail(a);
+    LFH_INVARIANT("anchor avail", (avail == ANCHOR_AVAIL_NONE) == (count == max - tail));
+    LFH_INVARIANT("anchor avail",
+                  avail == ANCHOR_AVAIL_NONE || (heap_is_block_start(d, d->start + (avail << 4)) &&
+                                                 (avail << 4) < (uint64_t)tail * d->block_size));
 }
 
 /* ---- descriptors ------------------------------------------------------------------ */
@@ -275,8 +303,9 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     d->block_limit = (uint64_t)d->max_count * (magic * d->block_size);
     /* Relaxed: nobody else can reach this descriptor until its blocks are handed out. */
     atomic_store_explicit(&d->owner, tid, memory_order_relaxed);
-    atomic_store_explicit(&d->anchor, anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count),
-                          memory_order_relaxed);
+    uint64_t anchor = anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count);
+    anchor_check(d, anchor);
+    atomic_store_explicit(&d->anchor, anchor, memory_order_relaxed);
     /* Relaxed: the page map's publication orders it before any free of the blocks. */
     atomic_store_explicit(&d->carve, start, memory_order_relaxed);
     if (!pagemap_set(start, size, d)) {
@@ -305,7 +334,9 @@ static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_
      * inside the chained blocks are visible before we walk or hand them out. */
     uint64_t old = atomic_load_explicit(&d->anchor, memory_order_acquire);
     uint64_t taken = anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count);
+    anchor_check(d, taken);
     do {
+        anchor_check(d, old);
         if (anchor_state(old) == ANCHOR_EMPTY) {
             desc_retire(d);
             return false;
@@ -313,7 +344,7 @@ static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_
         LFH_PARK(HEAP_TAKE_CAS);
         /* Only a FULL -> PARTIAL give-back pushes a descriptor, and only its popper
          * takes the blocks: a popped descriptor cannot be FULL. */
-        LFH_ASSERT(anchor_state(old) == ANCHOR_PARTIAL);
+        LFH_INVARIANT("popped descriptor is partial", anchor_state(old) == ANCHOR_PARTIAL);
         /* A failed CAS means blocks were added: someone else made progress. */
     } while (!atomic_compare_exchange_weak_explicit(&d->anchor, &old, taken, memory_order_acquire,
                                                     memory_order_acquire));
@@ -323,8 +354,9 @@ static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_
     /* An uncarved tail in the anchor went back with its frontier (heap_give_back), and the
      * acquire CAS orders that store before this read. (A tail of max_count means the
      * anchor has none: a cache may still be carving.) */
-    LFH_ASSERT(tail == d->max_count || atomic_load_explicit(&d->carve, memory_order_relaxed) ==
-                                           d->start + (size_t)tail * d->block_size);
+    LFH_INVARIANT("anchor tail is the carve frontier",
+                  tail == d->max_count || atomic_load_explicit(&d->carve, memory_order_relaxed) ==
+                                              d->start + (size_t)tail * d->block_size);
     out->desc = d;
     out->chain = anchor_chain(d, old);
     out->chain_count = anchor_count(old) - (d->max_count - tail);
@@ -366,10 +398,12 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
     uint64_t old = atomic_load_explicit(&d->anchor, memory_order_relaxed);
     uint64_t new;
     do {
+        anchor_check(d, old);
         uint32_t new_count = anchor_count(old) + returned;
         /* The caller holds the blocks it returns, so the superblock is not EMPTY, and
          * cannot get more free blocks than it has. */
-        LFH_ASSERT(anchor_state(old) != ANCHOR_EMPTY && new_count <= d->max_count);
+        LFH_INVARIANT("give-back within the superblock",
+                      anchor_state(old) != ANCHOR_EMPTY && new_count <= d->max_count);
         uint64_t avail = anchor_avail(old);
         if (first) {
             /* The block is ours until the CAS succeeds; rewriting on retry is fine. */
@@ -379,6 +413,7 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
         uint32_t tail = bump ? bump_index : anchor_tail(old);
         unsigned state = new_count == d->max_count ? ANCHOR_EMPTY : ANCHOR_PARTIAL;
         new = anchor_make(state, avail, new_count, tail);
+        anchor_check(d, new);
         LFH_PARK(HEAP_GIVE_BACK_CAS);
         /* Release publishes the links written into the blocks to the thread that takes
          * them (its acquire CAS); acquire makes a thread whose give-back empties the

@@ -23,6 +23,7 @@
 #define LFHEAP_HEAP_H
 
 #include "common.h"
+#include "invariant.h"
 #include "secure.h"
 #include "sizeclass.h"
 
@@ -123,6 +124,27 @@ LFH_INLINE bool heap_is_block_start(const struct descriptor *desc, const void *p
     return (uint64_t)((const char *)ptr - desc->start) * desc->block_magic < desc->block_limit;
 }
 
+/* The page map's contract as free sees it, asserted of a pointer that heap_is_block_start
+ * accepted for the descriptor the page map gave for it (never the sentinel of foreign
+ * memory, which accepts nothing): the descriptor covers the pointer, and the block's index
+ * is in range and gives back the pointer (for a large block, its start). Cannot fire
+ * spuriously under concurrency: it reads only fields that free reads already (start,
+ * block_magic) and their companions (size, block_size, max_count), all written when the
+ * superblock or large block is set up, before its pages are registered, and not again
+ * while one of its blocks is live; a free of a block the program holds is ordered after
+ * that setup by the program's own hand-off of the pointer. (A free of a pointer the
+ * program no longer holds, racing with the reuse of its pages, is undefined already.) */
+LFH_INLINE void heap_check_block(const struct descriptor *desc, const void *ptr)
+{
+    uint64_t offset = (uint64_t)((const char *)ptr - desc->start);
+    LFH_INVARIANT("page map covers the block", offset < desc->size);
+    uint64_t index = (uint64_t)(((unsigned __int128)offset * desc->block_magic) >> 64);
+    LFH_INVARIANT("block index in range",
+                  desc->class_index == HEAP_CLASS_LARGE
+                      ? offset == 0
+                      : index < desc->max_count && index * desc->block_size == offset);
+}
+
 _Static_assert(offsetof(struct descriptor, anchor) == LFH_CACHE_LINE,
                "what every free reads fits one cache line");
 
@@ -203,7 +225,10 @@ LFH_INLINE void heap_link_set(void *block, void *next)
  * block without the free mark. free, realloc and the queries take nothing else. */
 LFH_INLINE bool heap_block_live(const struct descriptor *desc, const void *ptr)
 {
-    if (!heap_is_block_start(desc, ptr) || heap_block_uncarved(desc, ptr))
+    if (!heap_is_block_start(desc, ptr))
+        return false;
+    heap_check_block(desc, ptr);
+    if (heap_block_uncarved(desc, ptr))
         return false;
     return desc->class_index == HEAP_CLASS_LARGE || !heap_block_marked_free(ptr, heap_mark());
 }

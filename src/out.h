@@ -2,8 +2,9 @@
  * out: formatted output for the reports of the statistics and debug builds, without
  * stdio and without allocating (docs/DESIGN.md, property 6): text and numbers are gathered in
  * a buffer on the caller's stack and written with write(2) when it fills or is flushed.
- * Used by malloc_stats, malloc_info, the debug build's error lines and lfh_fatal, which
- * may run while the heap is in any state, even inside a failed allocation.
+ * Used by malloc_stats, malloc_info, the debug build's error lines and the reports of
+ * broken invariants, which may run while the heap is in any state, even inside a failed
+ * allocation.
  */
 #ifndef LFHEAP_OUT_H
 #define LFHEAP_OUT_H

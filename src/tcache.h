@@ -182,6 +182,7 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
      * way, which ignores it (heap_block_live). */
     if (LFH_UNLIKELY(!heap_is_block_start(desc, block)))
         return 0;
+    heap_check_block(desc, block);
     uint64_t mark = heap_mark();
     if (LFH_UNLIKELY(heap_block_uncarved(desc, block) || heap_block_marked_free(block, mark)))
         return 0;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lists the shared libraries under the given directories (default: the system's) that
 # export a function by one of llheap's names, which a preloaded lfheap would capture
-# (README.md, "What it does"). Not part of `make test`: it reads every library, which
+# (docs/API.md, "llheap's names"). Not part of `make test`: it reads every library, which
 # takes minutes. Prints the count of libraries read and any that collide; exits 1 if one
 # does.
 set -u

@@ -118,6 +118,221 @@ static void realloc_semantics(void)
     T_FREE(arr);
 }
 
+/* The byte that offset i of a block holds in the pattern `seed`. */
+static unsigned char pattern_at(size_t i, unsigned seed)
+{
+    return (unsigned char)(i * 131 + seed);
+}
+
+static void pattern_fill(unsigned char *p, size_t from, size_t to, unsigned seed)
+{
+    for (size_t i = from; i < to; i++)
+        p[i] = pattern_at(i, seed);
+}
+
+/* Bytes of p[from, to) that differ from the pattern (or from 0 if `zeros`). */
+static size_t pattern_errors(const unsigned char *p, size_t from, size_t to, unsigned seed,
+                             int zeros)
+{
+    size_t bad = 0;
+    for (size_t i = from; i < to; i++)
+        bad += p[i] != (zeros ? 0 : pattern_at(i, seed));
+    return bad;
+}
+
+/* One step of a realloc chain: the block p, whose first `have` bytes hold the pattern,
+ * resized to `want` bytes. The pattern must survive up to the smaller size and, for a
+ * calloc block (`zero_fill`: the property is sticky), the bytes it gained must read 0.
+ * Leaves the pattern in all `want` bytes. */
+static unsigned char *realloc_step(unsigned char *p, size_t have, size_t want, unsigned seed,
+                                   int zero_fill)
+{
+    unsigned char *q = T_REALLOC(p, want);
+    REQUIRE(q);
+    size_t kept = have < want ? have : want;
+    CHECK(pattern_errors(q, 0, kept, seed, 0) == 0);
+    if (zero_fill)
+        CHECK(pattern_errors(q, kept, want, seed, 1) == 0);
+    pattern_fill(q, kept, want, seed);
+    return q;
+}
+
+/* Chains of realloc through every size-class boundary, small to large and back, from
+ * malloc and from calloc blocks: growing to the block's usable size keeps a small block
+ * where it is, one byte more takes the next class (a move); large blocks grow by half,
+ * then everything shrinks by halves and to just above half, down to one byte. */
+static void realloc_chains_keep_contents(void)
+{
+    for (int from_calloc = 0; from_calloc < 2; from_calloc++) {
+        unsigned seed = 17 + (unsigned)from_calloc;
+        size_t have = 1;
+        unsigned char *p = from_calloc ? T_CALLOC(1, have) : T_MALLOC(have);
+        REQUIRE(p);
+        pattern_fill(p, 0, have, seed);
+        size_t moves = 0;
+        while (have < ((size_t)6 << 20)) {
+            size_t usable = T_MALLOC_USABLE_SIZE(p);
+            REQUIRE(usable >= have);
+            uintptr_t before = (uintptr_t)p;
+            p = realloc_step(p, have, usable, seed, from_calloc);
+            if (usable <= 16384)
+                CHECK((uintptr_t)p == before); /* it fits: no reason to move */
+            have = usable;
+            size_t want = usable <= 32768 ? usable + 1 : usable + usable / 2;
+            before = (uintptr_t)p;
+            p = realloc_step(p, have, want, seed, from_calloc);
+            moves += (uintptr_t)p != before;
+            have = want;
+        }
+        CHECK(moves >= 30); /* every small class boundary moved the block */
+        while (have > 1) {
+            size_t want = have / 2 + 1;
+            p = realloc_step(p, have, want, seed, from_calloc);
+            have = want;
+            want = have / 2 > 0 ? have / 2 : 1;
+            p = realloc_step(p, have, want, seed, from_calloc);
+            have = want;
+        }
+        T_FREE(p);
+    }
+}
+
+/* A calloc block keeps its zero fill through reallocs that stay in place: dirtied, shrunk
+ * by a quarter and grown back, the bytes it regained read 0 although the program wrote
+ * them before the shrink. */
+static void calloc_block_regrows_zeroed(void)
+{
+    for (size_t s = 48; s <= ((size_t)1 << 20); s = s * 3 + 5) {
+        unsigned char *p = T_CALLOC(1, s);
+        REQUIRE(p);
+        memset(p, 0xab, s);
+        size_t shrunk = s - s / 4;
+        unsigned char *q = T_REALLOC(p, shrunk);
+        REQUIRE(q);
+        size_t dirty = 0;
+        for (size_t i = 0; i < shrunk; i++)
+            dirty += q[i] == 0xab;
+        CHECK(dirty == shrunk);
+        q = T_REALLOC(q, s);
+        REQUIRE(q);
+        CHECK(pattern_errors(q, shrunk, s, 0, 1) == 0);
+        T_FREE(q);
+    }
+}
+
+/* calloc returns zeros in reused memory: blocks of each size are dirtied and freed, then
+ * calloc'd again many times (the same blocks, from the thread's cache) and checked. */
+static void calloc_zeroes_reused_blocks(void)
+{
+    enum { N = 64 };
+    static unsigned char *blocks[N];
+    for (size_t s = 1; s <= ((size_t)1 << 19); s = s * 2 + 3) {
+        for (int round = 0; round < 3; round++) {
+            for (int i = 0; i < N; i++) {
+                blocks[i] = T_MALLOC(s);
+                REQUIRE(blocks[i]);
+                memset(blocks[i], 0xff, s);
+            }
+            for (int i = 0; i < N; i++)
+                T_FREE(blocks[i]);
+            size_t nonzero = 0;
+            for (int i = 0; i < N; i++) {
+                blocks[i] = round == 1 ? T_CALLOC(s, 1) : T_CALLOC(1, s);
+                REQUIRE(blocks[i]);
+                nonzero += pattern_errors(blocks[i], 0, s, 0, 1);
+                memset(blocks[i], 0xee, s);
+            }
+            CHECK(nonzero == 0);
+            for (int i = 0; i < N; i++)
+                T_FREE(blocks[i]);
+        }
+    }
+}
+
+/* Blocks of `size` bytes that calloc_zeroes_fresh_blocks and its dirtying thread take
+ * at once: enough to fill superblocks, about 1 MiB (the suite also runs under ulimit -v). */
+enum { FRESH_MAX = 3000 };
+
+static int fresh_count(size_t size)
+{
+    size_t n = ((size_t)1 << 20) / size;
+    return n > FRESH_MAX ? FRESH_MAX : n < 64 ? 64 : (int)n;
+}
+
+/* A thread that dirties blocks of one size and frees them, then exits: its cache goes
+ * back, and the emptied superblocks' chunks return to the arena dirty. */
+struct dirtier {
+    size_t size;
+    int use_calloc;
+};
+
+static void *dirty_and_exit(void *arg)
+{
+    const struct dirtier *d = arg;
+    static unsigned char *blocks[FRESH_MAX];
+    int n = fresh_count(d->size);
+    for (int i = 0; i < n; i++) {
+        blocks[i] = d->use_calloc ? T_CALLOC(1, d->size) : T_MALLOC(d->size);
+        if (blocks[i])
+            memset(blocks[i], 0xc3, d->size);
+    }
+    for (int i = 0; i < n; i++)
+        T_FREE(blocks[i]);
+    return NULL;
+}
+
+/* calloc in fresh memory: blocks carved from new superblocks, some of them set up in
+ * chunks that other threads dirtied and gave back (calloc may skip the clearing only for
+ * pages that read as zeros), all read 0. */
+static void calloc_zeroes_fresh_blocks(void)
+{
+    static unsigned char *blocks[FRESH_MAX];
+    size_t sizes[] = {16, 48, 200, 1000, 1024, 1100, 5000, 30000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (int use_calloc = 0; use_calloc < 2; use_calloc++) {
+            struct dirtier d = {sizes[k], use_calloc};
+            pthread_t t;
+            REQUIRE(pthread_create(&t, NULL, dirty_and_exit, &d) == 0);
+            REQUIRE(pthread_join(t, NULL) == 0);
+            int n = fresh_count(d.size);
+            size_t nonzero = 0;
+            for (int i = 0; i < n; i++) {
+                blocks[i] = T_CALLOC(1, d.size);
+                REQUIRE(blocks[i]);
+                nonzero += pattern_errors(blocks[i], 0, d.size, 0, 1);
+                memset(blocks[i], 0x3c, d.size);
+            }
+            CHECK(nonzero == 0);
+            for (int i = 0; i < n; i++)
+                T_FREE(blocks[i]);
+        }
+}
+
+/* A realloc that fails leaves the block as it was, whichever path it took: a calloc
+ * block (it has a record) and a malloc block, small and large. */
+static void failed_realloc_keeps_block(void)
+{
+    size_t sizes[] = {24, 700, 20000, 100000, (size_t)3 << 20};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (int from_calloc = 0; from_calloc < 2; from_calloc++) {
+            size_t s = sizes[k];
+            /* volatile: the compiler may not assume the failed reallocs invalidated it */
+            unsigned char *volatile p = from_calloc ? T_CALLOC(1, s) : T_MALLOC(s);
+            REQUIRE(p);
+            pattern_fill(p, 0, s, 5);
+            errno = 0;
+            CHECK(T_REALLOC(p, huge) == NULL && errno == ENOMEM);
+            errno = 0;
+            CHECK(T_REALLOCARRAY(p, two_pow_40, two_pow_40) == NULL && errno == ENOMEM);
+            CHECK(pattern_errors(p, 0, s, 5, 0) == 0);
+            CHECK(T_MALLOC_USABLE_SIZE(p) >= s);
+            p = T_REALLOC(p, s + 1); /* still a live block that realloc takes */
+            REQUIRE(p);
+            CHECK(pattern_errors(p, 0, s, 5, 0) == 0);
+            T_FREE(p);
+        }
+}
+
 static void posix_memalign_semantics(void)
 {
     void *p = (void *)0x1234;
@@ -410,6 +625,11 @@ int main(void)
     RUN(every_block_is_16_aligned);
     RUN(calloc_zeroes);
     RUN(realloc_semantics);
+    RUN(realloc_chains_keep_contents);
+    RUN(calloc_block_regrows_zeroed);
+    RUN(calloc_zeroes_reused_blocks);
+    RUN(calloc_zeroes_fresh_blocks);
+    RUN(failed_realloc_keeps_block);
     RUN(posix_memalign_semantics);
     RUN(aligned_alloc_and_memalign);
     RUN(usable_size_and_free_edge_cases);

@@ -35,6 +35,8 @@ __attribute__((constructor)) static void chaos_no_slack(void)
 }
 
 #define BUDDY_CHAOS() chaos_point()
+/* With the tree's invariant checks (src/invariant.h), as in the tests' library. */
+#define LFHEAP_CHECKS
 #include "../src/buddy.c"
 
 #define TEST_BUDDY_CHAOS

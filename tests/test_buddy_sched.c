@@ -25,6 +25,8 @@
 
 static void sched_point(void);
 #define BUDDY_CHAOS() sched_point()
+/* With the tree's invariant checks (src/invariant.h), as in the tests' library. */
+#define LFHEAP_CHECKS
 #include "../src/buddy.c"
 
 #include "buddytest.h"

@@ -3,7 +3,7 @@
  * start-up (as a C program loads C++ modules: Python's extension modules, say). The
  * plugin's operators are lfheap's, since lfheap is in the program's global scope; but
  * lfheap's weak references to the C++ runtime were bound before the runtime arrived,
- * so out of memory cannot throw std::bad_alloc (README, *C++*).
+ * so out of memory cannot throw std::bad_alloc (docs/API.md, "C++").
  */
 #include <dlfcn.h>
 

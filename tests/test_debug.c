@@ -1,5 +1,5 @@
 /*
- * The debug build (README.md, "Debug build"): every error it detects, made on purpose in
+ * The debug build (docs/DEBUGGING.md): every error it detects, made on purpose in
  * a child process (this program run again with the case's name), whose exit status and
  * stderr are checked: by default the child aborts (SIGABRT) after one line naming the
  * error and the address; with LFHEAP_ABORT=0 it goes on and reaches the end of the case.

@@ -1,5 +1,5 @@
 /*
- * Statistics (README.md, "Statistics"): lfh_stats_get against a known workload (exact
+ * Statistics (docs/STATISTICS.md): lfh_stats_get against a known workload (exact
  * calls, 0-byte calls, failures, bytes requested and allocated, frees of NULL, invalid
  * frees, remote frees, bytes in use), OS calls that are there and only grow, totals read
  * while other threads still hold their counts, malloc_stats output parsed back, mallinfo2

@@ -1,9 +1,9 @@
 /*
- * llheap's extended API and sticky properties (README.md, "Extended API"): the array and
- * aligned-array routines, resize and aligned_resize, aligned_realloc, the queries
- * malloc_size, malloc_alignment and malloc_zero_fill, and what realloc keeps. A model
- * check drives random chains of reallocations through small, large and huge blocks and
- * compares every block with what the properties promise.
+ * llheap's extended API and sticky properties (docs/API.md, "Sticky properties"): the
+ * array and aligned-array routines, resize and aligned_resize, aligned_realloc, the
+ * queries malloc_size, malloc_alignment and malloc_zero_fill, and what realloc keeps. A
+ * model check drives random chains of reallocations through small, large and huge blocks
+ * and compares every block with what the properties promise.
  */
 #include "lfheap.h"
 #include "testutil.h"

@@ -10,7 +10,10 @@
 #    one row per workload x threads x run, and skips an lfheap without malloc;
 #  - the summary's best-peer part: tests/test_bench_summary.py on made-up runs with known
 #    answers, and a tiny real run of lfheap and glibc whose best-peer CSV and report
-#    agree with the medians in its CSV of runs.
+#    agree with the medians in its CSV of runs;
+#  - the real-program group: tests/test_bench_real.py (the launcher, the check that the
+#    preloaded allocator serves a program's heap, the output checks, the summary's table,
+#    and a tiny run of python and gcc under lfheap and glibc when they are installed).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/suite.sh
@@ -82,7 +85,7 @@ fi
 
 # the runner, tiny profile, glibc only; an lfheap path that does not exist is skipped
 python3 bench/run.py --profile test --no-build --no-install --allocators lfheap,glibc \
-    --lfheap "$TMP/missing.so" --threads 1,2 --runs 2 --out "$TMP/res" \
+    --lfheap "$TMP/missing.so" --groups kernels --threads 1,2 --runs 2 --out "$TMP/res" \
     >"$TMP/run.out" 2>"$TMP/run.err"
 rc=$?
 [ $rc -eq 0 ] && pass bench-runner-completes ||
@@ -222,6 +225,8 @@ PY
 else
     fail bench-runner-best-peer "build/liblfheap.so missing (make all)"
 fi
+
+run bench-real python3 tests/test_bench_real.py
 
 # an lfheap library that does not define malloc is skipped with a reason
 python3 bench/run.py --profile test --no-build --no-install --allocators lfheap,glibc \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The secure build (README.md, "Secure build"; src/secure.h): its libraries exist, import
-# no lock, and run the stress, thread and purge tests and real programs cleanly (no false
+# The secure build (docs/HARDENING.md, "The secure build"; src/secure.h): its libraries
+# exist, import no lock, and run the stress, thread and purge tests and real programs cleanly (no false
 # alarm: every check it adds must pass on a correct program). What it stops is
 # tests/suites/misuse.sh's part. Prints one PASS/FAIL line per check.
 set -u

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The statistics and debug builds (README.md, "Statistics", "Debug build"): the eight
+# The statistics and debug builds (docs/STATISTICS.md, docs/DEBUGGING.md): the eight
 # libraries exist and export the reports; statistics checked against known workloads
 # (tests/test_stats.c) in the -stats builds, and nothing counted in the release one;
 # malloc_info's XML parsed; LFHEAP_STATS=1 prints at exit; every debug detection made on
-# purpose in a child process (tests/test_debug.c), statically linked and preloaded; and
-# the existing API, sticky, stress and thread tests run cleanly on the new libraries.
+# purpose in a child process (tests/test_debug.c), statically linked and preloaded; each
+# family of invariant checks made to fire (tests/test_invariants.c); and the existing
+# API, sticky, stress and thread tests run cleanly on the new libraries.
 # Prints one PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
@@ -104,6 +105,19 @@ run stats-debug env TEST_UNFREED=1000000 "$B/t-stats-debug/test_debug"
 run debug-preloaded env TEST_UNFREED=1000000 LD_PRELOAD=$B/liblfheap-debug.so "$B/t-plain/test_debug"
 run stats-debug-preloaded env TEST_UNFREED=1000000 LD_PRELOAD=$B/liblfheap-stats-debug.so \
     "$B/t-plain/test_debug"
+
+# ---- invariant checks (src/invariant.h) -----------------------------------------------
+# Each family of checks fires on a structure broken on purpose, in the tests' library and
+# in the debug build; the release library has none of them (nothing references the
+# report), the debug library has them.
+run invariants "$B/t/test_invariants"
+run invariants-debug "$B/t-debug/test_invariants"
+if ! nm "$B/liblfheap.so" | grep -q lfh_invariant_failed &&
+   nm "$B/liblfheap-debug.so" | grep -q lfh_invariant_failed; then
+    echo "PASS release-checks-nothing"
+else
+    echo "FAIL release-checks-nothing"
+fi
 
 # ---- the existing tests on the new libraries -----------------------------------------
 # test_api and test_sticky pass unknown pointers on purpose, and test_api frees blocks
