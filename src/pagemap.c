@@ -94,3 +94,11 @@ bool pagemap_set(const void *start, size_t size, struct descriptor *desc)
                   pagemap_find(start) == found && pagemap_find((const char *)end - 1) == found);
     return true;
 }
+
+bool pagemap_unregistered(const void *start, size_t size)
+{
+    for (const char *a = start; a < (const char *)start + size; a += (size_t)1 << PAGEMAP_PAGE_SHIFT)
+        if (pagemap_lookup(a))
+            return false;
+    return true;
+}
