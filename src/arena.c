@@ -695,16 +695,6 @@ static bool run_carve(char *chunk, unsigned cls)
     return true;
 }
 
-/* A freed run of class `cls`, bigger than a fresh run of class `want` would be, taken for
- * a block that wants `want`: the pages past the wanted size are decommitted. They stay
- * the block's (zeros that cost no memory until touched), so that the block's resident
- * memory is that of a fresh run, while the pages it keeps need no page fault. A refused
- * decommit only leaves more memory resident. */
-static void run_fit(char *run, unsigned cls, unsigned want)
-{
-    os_decommit(run + class_size(want), class_size(cls) - class_size(want));
-}
-
 /* Extends a run whose pieces end at `from` to end at `to`, taking the buddy chunks in
  * between (each the largest the address is aligned to that fits) if they are all free:
  * after a fresh run, the rest of its chunk stayed free, and often still is. False,
@@ -747,7 +737,8 @@ static char *dirty_extended(unsigned cls)
 
 /* A run of class *cls for `size` bytes, the first of: a freed run at most a quarter
  * bigger than `size`; with `extend`, a smaller freed run extended (dirty_extended); a
- * freed run of a class up to `last_dirty`, fitted (run_fit); a fresh run. *cls says
+ * freed run of a class up to `last_dirty`, whole and as resident as it was (see
+ * arena_alloc_large); a fresh run. *cls says
  * which class the run has. A fresh run of a class smaller than its chunk is carved out of
  * a fresh chunk; if other threads keep taking parts of the chunks meanwhile, after
  * RUN_ATTEMPTS the chunk is kept whole, so that nobody retries forever. */
@@ -772,7 +763,6 @@ static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned 
     for (; c <= last_dirty; c++) {
         char *dirty = dirty_pop(c);
         if (dirty) {
-            run_fit(dirty, c, *cls);
             *cls = c;
             return dirty;
         }
@@ -800,10 +790,15 @@ void *arena_alloc(size_t size, bool *zeroed)
 void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
 {
     unsigned cls = size_class_of(size), last = cls;
-    /* A freed run up to twice the request will do, fitted to it (run_fit): its resident
-     * pages save as many page faults (with blocks of varied sizes, a freed run of the
-     * block's own class rarely waits). */
-    while (last + 1 < ARENA_CLASSES && class_size(last + 1) <= 2 * size)
+    /* A freed run up to three times the request will do, kept whole and resident: with
+     * blocks of varied sizes a freed run of the block's own class rarely waits, and a
+     * fresh run (or the purge of every freed run that finding room for it may take)
+     * faults in every page the block touches. Giving back the pages past the request
+     * instead (decommit) made the next, bigger tenant fault them in again, and a bound
+     * of twice the request left too few runs to choose from: with either, `large`
+     * faulted and spent more system time than with power-of-two chunks
+     * (docs/ARCHITECTURE.md, "Runs"). */
+    while (last + 1 < ARENA_CLASSES && class_size(last + 1) <= ARENA_LARGE_REUSE_MAX * size)
         last++;
     void *p = arena_alloc_run(&cls, zeroed, size, last, true);
     *chunk_size = class_size(cls);

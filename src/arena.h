@@ -6,7 +6,8 @@
  * contention, as the NBBS paper recommends. Superblocks are power-of-two chunks of an
  * arena; a large block up to ARENA_MAX_CHUNK is a run: 5/8, 6/8, 7/8 or all of a chunk,
  * made of the chunk's leading buddy chunks, the rest of the chunk staying free in its
- * buddy, so that a run holds less than a quarter more than its request. Anything larger
+ * buddy, so that a fresh run holds less than a quarter more than its request (a reused
+ * one at most ARENA_LARGE_REUSE_MAX times it: arena_alloc_large). Anything larger
  * is mapped from the OS directly by the heap.
  *
  * A freed chunk or run does not go back to its buddy at once: it waits, still dirty, on a
@@ -41,12 +42,19 @@ void *arena_alloc(size_t size, bool *zeroed);
  * more than `size` (whole chunks below 32 KiB, whose eighths would be below a page). */
 size_t arena_large_size(size_t size);
 
+/* A freed run is reused whole for a large block of `size` bytes if it holds at most
+ * this many times `size` bytes. */
+#define ARENA_LARGE_REUSE_MAX 3
+
 /* A run for a large block of `size` bytes, aligned to arena_chunk_size(size), and
  * *chunk_size its size: arena_large_size(size), or, when a freed run waits whose pages
  * its previous tenant left resident (reusing it costs no page faults, where a fresh run
- * faults in every page the block touches), that run if it is at most a quarter bigger
- * than `size`. Rarely, when other threads keep taking parts of the chunks it carves runs
- * from, a whole chunk. *zeroed as for arena_alloc; NULL when no arena can be mapped. */
+ * faults in every page the block touches), that run: preferably one at most a quarter
+ * bigger than `size`, else a smaller one extended over the free rest of its chunk (to
+ * arena_large_size(size)), else one of at most ARENA_LARGE_REUSE_MAX * size bytes, whole
+ * and as resident as it was. Rarely, when other threads keep taking parts of the chunks
+ * it carves runs from, a whole chunk. *zeroed as for arena_alloc; NULL when no arena can
+ * be mapped. */
 void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size);
 
 /* Gives back a chunk from arena_alloc(size) (any size that rounds up to the same power

@@ -198,27 +198,34 @@ static void run_tails_are_reused(void)
     arena_purge_all();
 }
 
-/* A freed run is reused by a smaller block, up to twice its size, with the pages past
- * the smaller block's class decommitted, and by a bigger block of its order, extended
- * over the free rest of its chunk. */
-static void freed_runs_are_fitted_and_extended(void)
+/* A freed run is reused whole by a smaller block if it holds at most three times the
+ * block (ARENA_LARGE_REUSE_MAX), with the pages its previous tenant wrote as they were,
+ * and by a bigger block of its order, extended over the free rest of its chunk; a run
+ * more than three times the block is not taken. */
+static void freed_runs_are_reused_whole_and_extended(void)
 {
     arena_purge_all();
     bool zeroed;
     size_t run;
     char *a = arena_alloc_large(20 * MIB + 1, &zeroed, &run);
     REQUIRE(a);
+    CHECK(run == 24 * MIB);
     memset(a, 0x3d, run);
     arena_free(a, run);
-    char *b = arena_alloc_large(13 * MIB, &zeroed, &run); /* a class of 14 MiB */
+    char *b = arena_alloc_large(8 * MIB + 1, &zeroed, &run); /* a class of 10 MiB */
     CHECK(b == a && run == 24 * MIB && !zeroed);
-    CHECK(b[0] == 0x3d && b[14 * MIB - 1] == 0x3d && b[14 * MIB] == 0 && b[run - 1] == 0);
+    CHECK(b[0] == 0x3d && b[10 * MIB] == 0x3d && b[run - 1] == 0x3d);
     memset(b, 0x3e, run);
     arena_free(b, run);
     char *c = arena_alloc_large(27 * MIB, &zeroed, &run); /* 28 MiB: 24 waits, 4 free */
     CHECK(c == a && run == 28 * MIB && !zeroed);
     CHECK(c[0] == 0x3e && c[24 * MIB - 1] == 0x3e && c[24 * MIB] == 0 && c[run - 1] == 0);
     arena_free(c, run);
+    /* 28 MiB is more than three times 9 MiB: a fresh run of 10 MiB instead */
+    char *d = arena_alloc_large(9 * MIB, &zeroed, &run);
+    REQUIRE(d);
+    CHECK(d != a && run == 10 * MIB && zeroed);
+    arena_free(d, run);
     arena_purge_all();
 }
 
@@ -227,7 +234,7 @@ int main(void)
     RUN(dirty_chunks_are_reused);
     RUN(large_runs_hold_at_most_a_quarter_more);
     RUN(run_tails_are_reused);
-    RUN(freed_runs_are_fitted_and_extended);
+    RUN(freed_runs_are_reused_whole_and_extended);
     RUN(concurrent_chunks_with_purges);
     RUN(everything_coalesces_after_purge);
     return test_exit_status();
