@@ -44,8 +44,9 @@
  * 4 * order + 3 is the whole chunk). A run is a row of buddy chunks covering its class's
  * size from a multiple of its order's chunk size: carved fresh, one per set bit of its
  * eighths (5/8: a half, then an eighth), the rest of the chunk staying free in its buddy;
- * extended (run_extend), whatever aligned chunks filled the gap. So a large block holds
- * less than a quarter more than it asked for, and a buddy's index tells a run's pieces. */
+ * extended (run_extend), whatever aligned chunks filled the gap. So a fresh or extended
+ * run holds less than a quarter more than its block asked for (a freed one reused whole
+ * up to ARENA_LARGE_REUSE_MAX times), and a buddy's index tells a run's pieces. */
 #define ARENA_CLASSES (ARENA_ORDERS * 4)
 /* Orders whose eighth is at least a page: the only ones with runs smaller than a chunk. */
 #define RUN_MIN_ORDER 3
@@ -738,10 +739,10 @@ static char *dirty_extended(unsigned cls)
 /* A run of class *cls for `size` bytes, the first of: a freed run at most a quarter
  * bigger than `size`; with `extend`, a smaller freed run extended (dirty_extended); a
  * freed run of a class up to `last_dirty`, whole and as resident as it was (see
- * arena_alloc_large); a fresh run. *cls says
- * which class the run has. A fresh run of a class smaller than its chunk is carved out of
- * a fresh chunk; if other threads keep taking parts of the chunks meanwhile, after
- * RUN_ATTEMPTS the chunk is kept whole, so that nobody retries forever. */
+ * arena_alloc_large); a fresh run. *cls says which class the run has. A fresh run of a
+ * class smaller than its chunk is carved out of a fresh chunk; if other threads keep
+ * taking parts of the chunks meanwhile, after RUN_ATTEMPTS the chunk is kept whole, so
+ * that nobody retries forever. */
 static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned last_dirty,
                              bool extend)
 {

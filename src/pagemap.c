@@ -97,7 +97,8 @@ bool pagemap_set(const void *start, size_t size, struct descriptor *desc)
 
 bool pagemap_unregistered(const void *start, size_t size)
 {
-    for (const char *a = start; a < (const char *)start + size; a += (size_t)1 << PAGEMAP_PAGE_SHIFT)
+    const char *end = (const char *)start + size;
+    for (const char *a = start; a < end; a += (size_t)1 << PAGEMAP_PAGE_SHIFT)
         if (pagemap_lookup(a))
             return false;
     return true;
