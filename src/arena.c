@@ -8,13 +8,15 @@
  * arena is never unmapped once on the list, and its registry slot never changes again, so
  * a pointer to it, or a stale lookup of one of its chunks, is always safe to follow.
  *
- * Dirty stacks: one per chunk size (4 KiB .. 64 MiB). A chunk's link (the address of the
- * chunk below it) and the time it was freed live in its arena's side arrays, never in the
- * chunk, so a thread that reads a link is never reading memory somebody else is using.
- * The head packs the top chunk's address divided by the chunk size with a version bumped
- * by every operation, which makes the pop's CAS fail after any interleaved pop and push of
- * the same chunk (ABA). The purger takes a whole stack with one CAS, releases what is old
- * enough, and pushes the rest back as one chain.
+ * Runs (arena.h): large blocks' rows of buddy chunks, of four sizes per power of two.
+ *
+ * Dirty stacks: one per run class (4 KiB .. 64 MiB, four per power of two). A run's link
+ * (the address of the run below it) and the time it was freed live in its arena's side
+ * arrays, never in the run, so a thread that reads a link is never reading memory
+ * somebody else is using. The head packs the top run's address divided by its order's
+ * chunk size with a version bumped by every operation, which makes the pop's CAS fail
+ * after any interleaved pop and push of the same run (ABA). The purger takes a whole
+ * stack with one CAS, releases what is old enough, and pushes the rest back as one chain.
  *
  * Purging runs from the slow paths (arena_tick) and, with LFHEAP_BACKGROUND=1, from a
  * thread of its own that sleeps between rounds (the background purger, below), so that a
@@ -38,6 +40,18 @@
 #define ARENA_MIN_SHIFT 12 /* log2(ARENA_MIN_CHUNK) */
 #define ARENA_PAGES     (ARENA_SIZE / ARENA_MIN_CHUNK)
 #define ARENA_ORDERS    15 /* log2(ARENA_MAX_CHUNK / ARENA_MIN_CHUNK) + 1 */
+/* Run classes: four per order, 5/8, 6/8, 7/8 and 8/8 of the order's chunk size (class
+ * 4 * order + 3 is the whole chunk). A run is a row of buddy chunks covering its class's
+ * size from a multiple of its order's chunk size: carved fresh, one per set bit of its
+ * eighths (5/8: a half, then an eighth), the rest of the chunk staying free in its buddy;
+ * extended (run_extend), whatever aligned chunks filled the gap. So a fresh or extended
+ * run holds less than a quarter more than its block asked for (a freed one reused whole
+ * up to ARENA_LARGE_REUSE_MAX times), and a buddy's index tells a run's pieces. */
+#define ARENA_CLASSES (ARENA_ORDERS * 4)
+/* Orders whose eighth is at least a page: the only ones with runs smaller than a chunk. */
+#define RUN_MIN_ORDER 3
+/* How many times a run is carved out of a fresh chunk before the chunk is kept whole. */
+#define RUN_ATTEMPTS 2
 _Static_assert(ARENA_SIZE == (size_t)1 << ARENA_SHIFT, "ARENA_SHIFT");
 _Static_assert(ARENA_MIN_CHUNK == (size_t)1 << ARENA_MIN_SHIFT, "ARENA_MIN_SHIFT");
 
@@ -63,7 +77,7 @@ typedef _Atomic(struct arena *) registry_slot;
 
 static _Atomic(registry_slot *) registry[REGISTRY_ROOT_SLOTS];
 static _Atomic(struct arena *) arena_list; /* the newest arena; NULL before the first */
-static _Atomic uint64_t dirty_stacks[ARENA_ORDERS];
+static _Atomic uint64_t dirty_stacks[ARENA_CLASSES];
 static _Atomic uint32_t last_purge_ms;
 static _Atomic int purge_delay_ms = -1;
 static __thread struct arena *arena_hint; /* the arena this thread last allocated from */
@@ -92,6 +106,43 @@ size_t arena_chunk_size(size_t size)
 static unsigned chunk_order(size_t chunk)
 {
     return (unsigned)__builtin_ctzl(chunk) - ARENA_MIN_SHIFT;
+}
+
+static inline unsigned class_order(unsigned cls)
+{
+    return cls >> 2;
+}
+
+static inline unsigned whole_class(unsigned order)
+{
+    return 4 * order + 3;
+}
+
+/* The eighths of its order's chunk that a run of this class holds: 5 to 8. */
+static inline size_t class_eighths(unsigned cls)
+{
+    return 5 + (cls & 3);
+}
+
+static inline size_t class_size(unsigned cls)
+{
+    return class_eighths(cls) << (ARENA_MIN_SHIFT + class_order(cls) - 3);
+}
+
+/* The smallest class of at least `size` bytes (up to ARENA_MAX_CHUNK). */
+static unsigned size_class_of(size_t size)
+{
+    unsigned order = chunk_order(arena_chunk_size(size));
+    if (order < RUN_MIN_ORDER)
+        return whole_class(order);
+    size_t eighth = (size_t)1 << (ARENA_MIN_SHIFT + order - 3);
+    size_t eighths = (size + eighth - 1) / eighth; /* 5..8: size is above half the chunk */
+    return eighths < 5 ? whole_class(order) : 4 * order + (unsigned)(eighths - 5);
+}
+
+size_t arena_large_size(size_t size)
+{
+    return class_size(size_class_of(size));
 }
 
 /* ---- the registry ----------------------------------------------------------------- */
@@ -166,10 +217,13 @@ static inline uint64_t dirty_head(const void *top, uint64_t old, unsigned order)
     return (uint64_t)((uintptr_t)top >> (ARENA_MIN_SHIFT + order)) | ((old >> bits) + 1) << bits;
 }
 
-/* Pushes the chain first..last (linked through the side arrays) onto a stack. */
-static void dirty_push_chain(unsigned order, char *first, char *last)
+/* Pushes the chain first..last (linked through the side arrays) onto a class's stack. A
+ * stack's head encodes its runs' addresses by their order, as they start at a multiple
+ * of their order's chunk size. */
+static void dirty_push_chain(unsigned cls, char *first, char *last)
 {
-    _Atomic uint64_t *head = &dirty_stacks[order];
+    _Atomic uint64_t *head = &dirty_stacks[cls];
+    unsigned order = class_order(cls);
     struct arena *a = arena_of(last);
     _Atomic uintptr_t *link = &a->next[chunk_page(a, last)];
     uint64_t old = atomic_load_explicit(head, memory_order_relaxed);
@@ -181,9 +235,10 @@ static void dirty_push_chain(unsigned order, char *first, char *last)
                                                     memory_order_release, memory_order_relaxed));
 }
 
-static char *dirty_pop(unsigned order)
+static char *dirty_pop(unsigned cls)
 {
-    _Atomic uint64_t *head = &dirty_stacks[order];
+    _Atomic uint64_t *head = &dirty_stacks[cls];
+    unsigned order = class_order(cls);
     /* Acquire pairs with the pushing CAS: the link and stamp are the pusher's. */
     uint64_t old = atomic_load_explicit(head, memory_order_acquire);
     for (char *top; (top = dirty_top(old, order)) != NULL;) {
@@ -200,9 +255,10 @@ static char *dirty_pop(unsigned order)
     return NULL;
 }
 
-static char *dirty_take_all(unsigned order)
+static char *dirty_take_all(unsigned cls)
 {
-    _Atomic uint64_t *head = &dirty_stacks[order];
+    _Atomic uint64_t *head = &dirty_stacks[cls];
+    unsigned order = class_order(cls);
     uint64_t old = atomic_load_explicit(head, memory_order_acquire);
     /* Acquire: we will read the links and stamps of the whole chain. */
     while (dirty_top(old, order) &&
@@ -214,7 +270,7 @@ static char *dirty_take_all(unsigned order)
 
 /* ---- purging ---------------------------------------------------------------------- */
 
-/* Chunks purge_order releases with one madvise per run of adjacent ones. */
+/* Runs purge_class releases with one madvise per row of adjacent ones. */
 #define PURGE_BATCH 64
 
 /* Sorts a batch by address: an insertion sort, as the batch is small and libc's qsort
@@ -230,12 +286,24 @@ static void sort_addresses(uintptr_t *addr, unsigned count)
     }
 }
 
-/* Decommits `count` chunks of `chunk` bytes (their addresses in `addr`), sorted by
- * address so that adjacent ones go in one system call, and releases them to their
- * buddies; a chunk whose decommit the kernel refused stays dirty: it is put back on its
- * stack. Returns how many were released. */
-static size_t purge_batch(unsigned order, uintptr_t *addr, unsigned count, size_t chunk)
+/* Gives the pieces of [start, end) back to its buddy: a run is a row of buddy chunks,
+ * each found by its size in the buddy's index. */
+static void pieces_release(struct buddy *buddy, char *start, const char *end)
 {
+    while (start < end) {
+        size_t bytes = buddy_chunk_size(buddy, start);
+        buddy_free(buddy, start);
+        start += bytes;
+    }
+}
+
+/* Decommits `count` runs of a class (their addresses in `addr`), sorted by address so
+ * that adjacent ones go in one system call, and releases them to their buddies; a run
+ * whose decommit the kernel refused stays dirty: it is put back on its stack. Returns
+ * how many were released. */
+static size_t purge_batch(unsigned cls, uintptr_t *addr, unsigned count)
+{
+    size_t chunk = class_size(cls);
     sort_addresses(addr, count);
     size_t released = 0;
     for (unsigned first = 0, end; first < count; first = end) {
@@ -245,25 +313,24 @@ static size_t purge_batch(unsigned order, uintptr_t *addr, unsigned count, size_
         for (unsigned i = first; i < end; i++) {
             char *p = (char *)addr[i];
             if (clean) {
-                buddy_free(arena_of(p)->buddy, p);
+                pieces_release(arena_of(p)->buddy, p, p + chunk);
                 released++;
             } else {
-                dirty_push_chain(order, p, p);
+                dirty_push_chain(cls, p, p);
             }
         }
     }
     return released;
 }
 
-/* Releases the chunks of one stack that waited at least `delay` ms (all if force). */
-static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool force)
+/* Releases the runs of one stack that waited at least `delay` ms (all if force). */
+static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force)
 {
-    size_t chunk = ARENA_MIN_CHUNK << order;
     size_t released = 0;
     char *keep_first = NULL, *keep_last = NULL;
     uintptr_t batch[PURGE_BATCH];
     unsigned batched = 0;
-    char *p = dirty_take_all(order);
+    char *p = dirty_take_all(cls);
     while (p) {
         LFH_PARK(ARENA_PURGE_TAKEN);
         struct arena *a = arena_of(p);
@@ -274,7 +341,7 @@ static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool for
         if (force || now - freed >= delay) {
             batch[batched++] = (uintptr_t)p;
             if (batched == PURGE_BATCH) {
-                released += purge_batch(order, batch, batched, chunk);
+                released += purge_batch(cls, batch, batched);
                 batched = 0;
             }
         } else {
@@ -285,17 +352,17 @@ static size_t purge_order(unsigned order, uint32_t now, uint32_t delay, bool for
         }
         p = next;
     }
-    released += purge_batch(order, batch, batched, chunk);
+    released += purge_batch(cls, batch, batched);
     if (keep_first)
-        dirty_push_chain(order, keep_first, keep_last);
+        dirty_push_chain(cls, keep_first, keep_last);
     return released;
 }
 
 size_t arena_purge_all(void)
 {
     size_t released = 0;
-    for (unsigned order = 0; order < ARENA_ORDERS; order++)
-        released += purge_order(order, 0, 0, true);
+    for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
+        released += purge_class(cls, 0, 0, true);
     os_retry();
     return released;
 }
@@ -314,9 +381,10 @@ static bool purge_if_due(uint32_t now, uint32_t gap)
         return false;
     LFH_PARK(ARENA_TICK_WON);
     uint32_t delay = purge_delay();
-    for (unsigned order = 0; order < ARENA_ORDERS; order++)
-        if (dirty_top(atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed), order))
-            purge_order(order, now, delay, false);
+    for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
+        if (dirty_top(atomic_load_explicit(&dirty_stacks[cls], memory_order_relaxed),
+                      class_order(cls)))
+            purge_class(cls, now, delay, false);
     os_retry();
     return true;
 }
@@ -324,8 +392,9 @@ static bool purge_if_due(uint32_t now, uint32_t gap)
 /* True if no chunk waits on any dirty stack (relaxed: a glance, acted on later). */
 static bool dirty_all_empty(void)
 {
-    for (unsigned order = 0; order < ARENA_ORDERS; order++)
-        if (dirty_top(atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed), order))
+    for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
+        if (dirty_top(atomic_load_explicit(&dirty_stacks[cls], memory_order_relaxed),
+                      class_order(cls)))
             return false;
     return true;
 }
@@ -632,24 +701,10 @@ static void *alloc_from_new_arena(size_t chunk, struct arena *seen)
     return p;
 }
 
-/* A chunk of *chunk_size bytes or, with take_double, maybe a freed one of twice that
- * (then *chunk_size says so). */
-static void *arena_alloc_chunk(size_t *chunk_size, bool *zeroed, bool take_double)
+/* A fresh chunk: everything free inside a buddy was decommitted first, so it reads as
+ * zeros. */
+static void *fresh_chunk(size_t chunk)
 {
-    arena_tick();
-    size_t chunk = *chunk_size;
-    char *dirty = dirty_pop(chunk_order(chunk));
-    if (!dirty && take_double) {
-        dirty = dirty_pop(chunk_order(chunk) + 1);
-        if (dirty)
-            *chunk_size = 2 * chunk;
-    }
-    if (dirty) {
-        *zeroed = false;
-        return dirty;
-    }
-    /* Everything free inside a buddy was decommitted first, so it reads as zeros. */
-    *zeroed = true;
     struct arena *seen;
     void *p = alloc_from_arenas(chunk, &seen);
     if (!p && arena_purge_all() > 0)
@@ -659,17 +714,138 @@ static void *arena_alloc_chunk(size_t *chunk_size, bool *zeroed, bool take_doubl
     return p;
 }
 
+/* Carves a run of class cls out of a fresh chunk of its order: the chunk goes back to its
+ * buddy, untouched (so still zeros), and the run's pieces are taken again at its start,
+ * largest first (buddy_alloc_at), so that the rest of the chunk is free for any other
+ * chunk. Between the two steps another thread may take part of the chunk: then the
+ * pieces taken so far go back and false says so. No step waits for anyone. */
+static bool run_carve(char *chunk, unsigned cls)
+{
+    struct buddy *buddy = arena_of(chunk)->buddy;
+    buddy_free(buddy, chunk);
+    LFH_PARK(ARENA_RUN_CARVE);
+    size_t eighth = class_size(cls) / class_eighths(cls);
+    char *piece = chunk;
+    for (size_t bit = 8; bit; bit >>= 1) {
+        if (!(class_eighths(cls) & bit))
+            continue;
+        if (!buddy_alloc_at(buddy, piece, bit * eighth)) {
+            pieces_release(buddy, chunk, piece);
+            return false;
+        }
+        piece += bit * eighth;
+    }
+    return true;
+}
+
+/* Extends a run whose pieces end at `from` to end at `to`, taking the buddy chunks in
+ * between (each the largest the address is aligned to that fits) if they are all free:
+ * after a fresh run, the rest of its chunk stayed free, and often still is. False,
+ * with the pieces taken so far given back, if any of them is taken. */
+static bool run_extend(char *from, char *to)
+{
+    struct arena *a = arena_of(from);
+    for (char *piece = from; piece < to;) {
+        size_t offset = (size_t)(piece - a->base);
+        size_t bytes = offset ? offset & -offset : ARENA_SIZE;
+        while (piece + bytes > to)
+            bytes >>= 1;
+        if (!buddy_alloc_at(a->buddy, piece, bytes)) {
+            pieces_release(a->buddy, from, piece);
+            return false;
+        }
+        piece += bytes;
+    }
+    return true;
+}
+
+/* A freed run of up to four classes below `cls` (about half its size and up), aligned as
+ * a run of `cls` must be, extended to that class by run_extend, or NULL. Its resident
+ * pages save the block as many page faults. */
+static char *dirty_extended(unsigned cls)
+{
+    size_t align = ARENA_MIN_CHUNK << class_order(cls);
+    for (unsigned c = cls > 4 ? cls - 4 : 0; c < cls; c++) {
+        char *dirty = dirty_pop(c);
+        if (!dirty)
+            continue;
+        if (!((uintptr_t)dirty & (align - 1)) &&
+            run_extend(dirty + class_size(c), dirty + class_size(cls)))
+            return dirty;
+        /* Back on its stack, with the time it was freed (still in its side array). */
+        dirty_push_chain(c, dirty, dirty);
+    }
+    return NULL;
+}
+
+/* A run of class *cls for `size` bytes, the first of: a freed run at most a quarter
+ * bigger than `size`; with `extend`, a smaller freed run extended (dirty_extended); a
+ * freed run of a class up to `last_dirty`, whole and as resident as it was (see
+ * arena_alloc_large); a fresh run. *cls says which class the run has. A fresh run of a
+ * class smaller than its chunk is carved out of a fresh chunk; if other threads keep
+ * taking parts of the chunks meanwhile, after RUN_ATTEMPTS the chunk is kept whole, so
+ * that nobody retries forever. */
+static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned last_dirty,
+                             bool extend)
+{
+    arena_tick();
+    *zeroed = false;
+    unsigned c = *cls;
+    for (; c <= last_dirty && class_size(c) - size <= size / 4; c++) {
+        char *dirty = dirty_pop(c);
+        if (dirty) {
+            *cls = c;
+            return dirty;
+        }
+    }
+    if (extend) {
+        char *dirty = dirty_extended(*cls);
+        if (dirty)
+            return dirty;
+    }
+    for (; c <= last_dirty; c++) {
+        char *dirty = dirty_pop(c);
+        if (dirty) {
+            *cls = c;
+            return dirty;
+        }
+    }
+    *zeroed = true;
+    unsigned order = class_order(*cls);
+    size_t chunk = ARENA_MIN_CHUNK << order;
+    if (*cls != whole_class(order)) {
+        for (unsigned attempt = 0; attempt < RUN_ATTEMPTS; attempt++) {
+            char *p = fresh_chunk(chunk);
+            if (!p || run_carve(p, *cls))
+                return p;
+        }
+        *cls = whole_class(order);
+    }
+    return fresh_chunk(chunk);
+}
+
 void *arena_alloc(size_t size, bool *zeroed)
 {
-    size_t chunk = arena_chunk_size(size);
-    return arena_alloc_chunk(&chunk, zeroed, false);
+    unsigned cls = whole_class(chunk_order(arena_chunk_size(size)));
+    return arena_alloc_run(&cls, zeroed, class_size(cls), cls, false);
 }
 
 void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
 {
-    *chunk_size = arena_chunk_size(size);
-    bool take_double = *chunk_size >= ARENA_LARGE_REUSE_MIN && *chunk_size < ARENA_MAX_CHUNK;
-    return arena_alloc_chunk(chunk_size, zeroed, take_double);
+    unsigned cls = size_class_of(size), last = cls;
+    /* A freed run up to three times the request will do, kept whole and resident: with
+     * blocks of varied sizes a freed run of the block's own class rarely waits, and a
+     * fresh run (or the purge of every freed run that finding room for it may take)
+     * faults in every page the block touches. Giving back the pages past the request
+     * instead (decommit) made the next, bigger tenant fault them in again, and a bound
+     * of twice the request left too few runs to choose from: with either, `large`
+     * faulted and spent more system time than with power-of-two chunks
+     * (docs/ARCHITECTURE.md, "Runs"). */
+    while (last + 1 < ARENA_CLASSES && class_size(last + 1) <= ARENA_LARGE_REUSE_MAX * size)
+        last++;
+    void *p = arena_alloc_run(&cls, zeroed, size, last, true);
+    *chunk_size = class_size(cls);
+    return p;
 }
 
 void arena_free(void *chunk, size_t size)
@@ -680,13 +856,14 @@ void arena_free(void *chunk, size_t size)
     if (prompt_depth != 0)
         stamp -= purge_delay();
     /* Relaxed: the push's release CAS publishes the stamp. */
+    unsigned cls = size_class_of(size);
     atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], stamp, memory_order_relaxed);
-    dirty_push_chain(chunk_order(arena_chunk_size(size)), chunk, chunk);
+    dirty_push_chain(cls, chunk, chunk);
     if (prompt_depth != 0) {
         prompt_freed = true;
         /* Release, after the push: the exit that takes the count (acquire exchange in
-         * arena_prompt_end) then finds the chunk on its stack. */
-        atomic_fetch_add_explicit(&prompt_pending, arena_chunk_size(size), memory_order_release);
+         * arena_prompt_end) then finds the run on its stack. */
+        atomic_fetch_add_explicit(&prompt_pending, class_size(cls), memory_order_release);
     }
     arena_tick();
 }

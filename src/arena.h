@@ -3,12 +3,15 @@
  * a lock-free lower-level allocator that coalesces instead of calling the OS for every
  * superblock). Memory comes in arenas: aligned 64 MiB regions, each managed by one NBBS
  * instance (buddy.c), added lazily as the heap grows; several instances spread
- * contention, as the NBBS paper recommends. Superblocks and large blocks up to
- * ARENA_MAX_CHUNK are power-of-two chunks of an arena; anything larger is mapped from
- * the OS directly by the heap.
+ * contention, as the NBBS paper recommends. Superblocks are power-of-two chunks of an
+ * arena; a large block up to ARENA_MAX_CHUNK is a run: 5/8, 6/8, 7/8 or all of a chunk,
+ * made of the chunk's leading buddy chunks, the rest of the chunk staying free in its
+ * buddy, so that a fresh run holds less than a quarter more than its request (a reused
+ * one at most ARENA_LARGE_REUSE_MAX times it: arena_alloc_large). Anything larger
+ * is mapped from the OS directly by the heap.
  *
- * A freed chunk does not go back to its buddy at once: it waits, still dirty, on a
- * lock-free stack per chunk size, where the next request of that size takes it without a
+ * A freed chunk or run does not go back to its buddy at once: it waits, still dirty, on a
+ * lock-free stack per run size, where the next request of that size takes it without a
  * system call. Chunks that have waited longer than the purge delay are decommitted
  * (madvise) and only then released to the buddy, so every free page inside a buddy reads
  * as zero (a chunk the kernel refuses to decommit stays on its stack, dirty, until the
@@ -36,18 +39,28 @@ size_t arena_chunk_size(size_t size);
  * arena can be mapped. */
 void *arena_alloc(size_t size, bool *zeroed);
 
-/* Large blocks of at least this many bytes may get a chunk twice their size, below. */
-#define ARENA_LARGE_REUSE_MIN ((size_t)1 << 20)
+/* The run size a large block of `size` bytes (up to ARENA_MAX_CHUNK) gets: the smallest
+ * of 5/8, 6/8, 7/8 or 8/8 of arena_chunk_size(size) that holds it, less than a quarter
+ * more than `size` (whole chunks below 32 KiB, whose eighths would be below a page). */
+size_t arena_large_size(size_t size);
 
-/* A chunk for a large block of `size` bytes: arena_alloc's, except that when no freed
- * chunk of that size waits but one twice as big does, that one, whose pages its previous
- * tenant left resident: reusing it costs no page faults, where a fresh chunk faults in
- * every page the block touches (chunks come in powers of two, so blocks of varying sizes
- * rarely find a freed chunk of their own size). Only at or above ARENA_LARGE_REUSE_MIN,
- * where faults dominate. *chunk_size says which size the chunk has. */
+/* A freed run is reused whole for a large block of `size` bytes if it holds at most
+ * this many times `size` bytes. */
+#define ARENA_LARGE_REUSE_MAX 3
+
+/* A run for a large block of `size` bytes, aligned to arena_chunk_size(size), and
+ * *chunk_size its size: arena_large_size(size), or, when a freed run waits whose pages
+ * its previous tenant left resident (reusing it costs no page faults, where a fresh run
+ * faults in every page the block touches), that run: preferably one at most a quarter
+ * bigger than `size`, else a smaller one extended over the free rest of its chunk (to
+ * arena_large_size(size)), else one of at most ARENA_LARGE_REUSE_MAX * size bytes, whole
+ * and as resident as it was. Rarely, when other threads keep taking parts of the chunks
+ * it carves runs from, a whole chunk. *zeroed as for arena_alloc; NULL when no arena can
+ * be mapped. */
 void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size);
 
-/* Gives back a chunk from arena_alloc(size) (or of arena_alloc_large's chunk_size). */
+/* Gives back a chunk from arena_alloc(size) (any size that rounds up to the same power
+ * of two) or a run of arena_alloc_large's *chunk_size bytes. */
 void arena_free(void *chunk, size_t size);
 
 /* Decommits and releases every waiting chunk now (malloc_trim); returns how many. */

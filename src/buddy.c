@@ -771,6 +771,24 @@ void *buddy_alloc(struct buddy *b, size_t bytes)
     }
 }
 
+bool buddy_alloc_at(struct buddy *b, void *p, size_t bytes)
+{
+    uintptr_t offset = (uintptr_t)p - (uintptr_t)b->base;
+    if (LFH_UNLIKELY(bytes < ((size_t)1 << b->min_shift) || bytes > b->max_chunk ||
+                     (bytes & (bytes - 1)) || offset >= b->size || (offset & (bytes - 1))))
+        return false;
+    unsigned level = b->size_shift - (unsigned)__builtin_ctzll(bytes);
+    uint64_t n = ((uint64_t)1 << level) + (offset >> (b->size_shift - level));
+    /* A7 then T1-T16 on the one node; a failed TRYALLOC has undone its marks. */
+    if (!node_is_free(b, n, level) || node_tryalloc(b, n, level))
+        return false;
+    /* A10. release: pairs with the acquire in buddy_free / buddy_chunk_size, as in
+     * buddy_alloc. */
+    atomic_store_explicit(&b->index[offset >> b->min_shift], (uint8_t)(level + 1),
+                          memory_order_release);
+    return true;
+}
+
 bool buddy_free(struct buddy *b, void *p)
 {
     uintptr_t offset = (uintptr_t)p - (uintptr_t)b->base;

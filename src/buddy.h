@@ -92,6 +92,12 @@ void buddy_destroy(struct buddy *b);
  * NULL if bytes > max_chunk or no free chunk was found. Lock-free (NBBS Alg. 2). */
 void *buddy_alloc(struct buddy *b, size_t bytes);
 
+/* Takes the chunk of `bytes` (a power of two between min_chunk and max_chunk) that
+ * starts at p, a multiple of `bytes` inside the region, if it is free: NBBS's TRYALLOC
+ * (Alg. 3) on that one node instead of on each node of a scan. False, changing nothing,
+ * if any part of it is taken (or being taken or released). Lock-free, as TRYALLOC. */
+bool buddy_alloc_at(struct buddy *b, void *p, size_t bytes);
+
 /* Releases the chunk that starts at p. Returns false, changing nothing, if p is not the
  * start of a live chunk of this instance (a double free racing with itself is not
  * detected). Lock-free (NBBS Alg. 4). */

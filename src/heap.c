@@ -203,14 +203,16 @@ static inline _Atomic uint64_t *partial_shard(unsigned cls, uint64_t tid)
 
 /* ---- superblocks ------------------------------------------------------------------ */
 
-/* Gives back the pages of a superblock or large block. It takes no descriptor: once a
- * superblock is EMPTY, the thread that pops its descriptor may recycle it at any moment,
- * so the releasing thread works from copies it made while the superblock was live. */
-static void pages_release(char *start, size_t size, bool os_backed)
+/* Gives back the pages of a superblock or large block, whose first `registered` bytes
+ * hold its page-map entries (all of a superblock, a large block's first page). It takes
+ * no descriptor: once a superblock is EMPTY, the thread that pops its descriptor may
+ * recycle it at any moment, so the releasing thread works from copies it made while the
+ * superblock was live. */
+static void pages_release(char *start, size_t size, size_t registered, bool os_backed)
 {
     /* Clear the map first: once the pages are unmapped another mapping may take their
      * addresses and register them. */
-    pagemap_set(start, size, NULL);
+    pagemap_set(start, registered, NULL);
     /* The secure build's guard page after a large block goes with the chunk: its next
      * tenant may put a block there. A refusal keeps the chunk out of use rather than
      * hand out a trap. */
@@ -391,7 +393,7 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
         bool on_stack = anchor_state(old) != ANCHOR_FULL;
         LFH_PARK(HEAP_EMPTY_UNRELEASED);
         STATS_ADD(STATS_SUPERBLOCKS_RELEASED, 1);
-        pages_release(start, size, false);
+        pages_release(start, size, size, false);
         if (!on_stack)
             desc_retire(d);
     } else if (anchor_state(old) == ANCHOR_FULL) {
@@ -500,7 +502,16 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     d->large_request = size;
     d->large_flags = HEAP_RECORD_MALLOC;
     atomic_store_explicit(&d->owner, HEAP_OWNER_NONE, memory_order_relaxed);
-    if (!pagemap_set(start, bytes, d)) {
+    /* Only the first page: every lookup of a large block is of its start (the pointer it
+     * was handed out as, always d->start). Its other pages keep the empty entries that
+     * the clears of their earlier tenants left (docs/ARCHITECTURE.md, "Page map"), so
+     * that a lookup of an address inside it finds no descriptor and is refused, as the
+     * block-start test refused it when every page named this one. Asserted here: the
+     * block's pages are its own (the buddy's and the kernel's hand-off), and the
+     * thread reads back entries that only the holder of a page writes. */
+    LFH_INVARIANT("page map: a large block's other pages are unregistered",
+                  pagemap_unregistered(start + OS_PAGE_SIZE, bytes - OS_PAGE_SIZE));
+    if (!pagemap_set(start, OS_PAGE_SIZE, d)) {
         if (d->os_backed)
             os_unmap(start, bytes);
         else
@@ -522,7 +533,7 @@ void heap_large_free(struct descriptor *d)
     vgclient_free(d->start);
     STATS_ADD(d->os_backed ? STATS_HUGE_FREED : STATS_LARGE_FREED, 1);
     STATS_ADD(d->os_backed ? STATS_HUGE_BYTES_OUT : STATS_LARGE_BYTES_OUT, d->size);
-    pages_release(d->start, d->size, d->os_backed);
+    pages_release(d->start, d->size, OS_PAGE_SIZE, d->os_backed);
     desc_retire(d);
 }
 
@@ -538,16 +549,17 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     if (bytes == old_bytes)
         return old;
     if (!d->os_backed) {
-        /* A chunk keeps its size: stay while the block fills more than half of it. */
-        return bytes <= old_bytes && bytes > old_bytes / 2 ? old : NULL;
+        /* A run keeps its size: stay while it holds at most a quarter more than the block
+         * (arena_large_size's bound). */
+        return bytes <= old_bytes && old_bytes - bytes <= bytes / 4 ? old : NULL;
     }
     /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
      * copy and a free), so that no resize escapes its bookkeeping. */
     if (vgclient_memcheck())
         return NULL;
     if (bytes < old_bytes) {
-        /* Shrink in place: unregister the tail before the kernel can hand it out. */
-        pagemap_set(old + bytes, old_bytes - bytes, NULL);
+        /* Shrink in place: the tail holds no page-map entry (only the first page does,
+         * and the block keeps it), so the kernel may hand it out at once. */
         os_unmap(old + bytes, old_bytes - bytes);
         STATS_ADD(STATS_HUGE_BYTES_OUT, old_bytes - bytes);
         d->size = bytes;
@@ -558,14 +570,14 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     char *dest = os_map(bytes, align);
     if (!dest)
         return NULL;
-    if (!pagemap_set(dest, bytes, d)) {
+    if (!pagemap_set(dest, OS_PAGE_SIZE, d)) {
         os_unmap(dest, bytes);
         return NULL;
     }
-    pagemap_set(old, old_bytes, NULL);
+    pagemap_set(old, OS_PAGE_SIZE, NULL);
     if (!os_move(old, old_bytes, dest, bytes)) {
-        pagemap_set(old, old_bytes, d);
-        pagemap_set(dest, bytes, NULL);
+        pagemap_set(old, OS_PAGE_SIZE, d);
+        pagemap_set(dest, OS_PAGE_SIZE, NULL);
         os_unmap(dest, bytes);
         return NULL;
     }

@@ -95,3 +95,12 @@ bool pagemap_set(const void *start, size_t size, struct descriptor *desc)
                       pagemap_desc_or_foreign((const char *)end - 1) == found);
     return true;
 }
+
+bool pagemap_unregistered(const void *start, size_t size)
+{
+    const char *end = (const char *)start + size;
+    for (const char *a = start; a < end; a += (size_t)1 << PAGEMAP_PAGE_SHIFT)
+        if (pagemap_desc_or_null(a))
+            return false;
+    return true;
+}

@@ -17,6 +17,11 @@
  * Entries are written when a superblock or large block is set up and cleared before its
  * pages are given back, by the one thread that owns that transition; readers are frees of
  * blocks inside it, ordered after the setup by the program's own hand-off of the pointer.
+ * A superblock registers every page (its blocks start anywhere in it), a large block its
+ * first page only (its one block starts there). Each clear covers exactly what its set
+ * covered, so a page that no live registration covers has an empty entry: an address
+ * inside a large block past its first page finds the sentinel, never the descriptor of a
+ * page's earlier tenant.
  */
 #ifndef LFHEAP_PAGEMAP_H
 #define LFHEAP_PAGEMAP_H
@@ -79,5 +84,9 @@ LFH_INLINE struct descriptor *pagemap_desc_or_null(const void *ptr)
 /* Points every page of [start, start + size) at `desc` (NULL clears). Returns false only
  * when a missing leaf could not be mapped; then nothing was changed. */
 bool pagemap_set(const void *start, size_t size, struct descriptor *desc);
+
+/* True if no page of [start, start + size) (whole pages, maybe none) is registered: for
+ * the invariant checks. */
+bool pagemap_unregistered(const void *start, size_t size);
 
 #endif

@@ -2,7 +2,8 @@
  * Beyond 256 GiB (issue 13): lfheap's arenas were once bounded by a table of 4,096, so
  * after 8,192 blocks of 32 MiB even malloc(16) failed. This test reserves 9,000 blocks
  * of 32 MiB (288 GiB of address space; only a few pages are ever touched, and the page
- * map's entries, 8 bytes per 4 KiB page, are the only memory it really costs), then
+ * map's entries, one of 8 bytes per large block, each on a leaf page of its own, so
+ * about 36 MB, are the only memory it really costs), then
  * checks that the blocks are distinct and usable, that small blocks are still served,
  * and, after freeing everything, that a second run of the same allocations is served
  * from the same address space (nothing leaked: the process does not grow).

@@ -405,6 +405,36 @@ static void usable_size_and_free_edge_cases(void)
     }
 }
 
+/* A large block holds at most a quarter more than its request, and a page (arena runs:
+ * 5/8 to 8/8 of a power of two). malloc_trim first, so that no freed run waits: a
+ * reused one may be up to three times the request, resident as its previous tenant
+ * left it (the second loop, where every block may reuse the last one's run). */
+static void large_blocks_hold_at_most_a_quarter_more(void)
+{
+    for (size_t s = 32 * 1024 + 1; s <= ((size_t)6 << 20); s += s / 7 + 4095) {
+        T_MALLOC_TRIM(0);
+        char *p = T_MALLOC(s);
+        REQUIRE(p);
+        size_t u = T_MALLOC_USABLE_SIZE(p);
+        CHECK(u >= s && u <= s + s / 4 + 4096);
+        if (u < s || u > s + s / 4 + 4096)
+            fprintf(stderr, "  malloc(%zu): usable size %zu\n", s, u);
+        memset(p, 5, u);
+        T_FREE(p);
+    }
+    for (size_t s = ((size_t)6 << 20); s > 32 * 1024; s -= s / 7 + 4095) {
+        char *p = T_MALLOC(s);
+        REQUIRE(p);
+        size_t u = T_MALLOC_USABLE_SIZE(p);
+        CHECK(u >= s && u <= 3 * s + 4096);
+        if (u < s || u > 3 * s + 4096)
+            fprintf(stderr, "  malloc(%zu) after bigger blocks: usable size %zu\n", s, u);
+        memset(p, 6, u);
+        T_FREE(p);
+    }
+    T_MALLOC_TRIM(0);
+}
+
 /* Hides where a pointer came from, so that the compiler does not take the interior
  * pointers below for the block itself (it warns about a use after realloc otherwise). */
 static void *opaque(void *ptr)
@@ -615,6 +645,7 @@ int main(void)
     RUN(posix_memalign_semantics);
     RUN(aligned_alloc_and_memalign);
     RUN(usable_size_and_free_edge_cases);
+    RUN(large_blocks_hold_at_most_a_quarter_more);
     RUN(interior_pointers_are_ignored);
     RUN(uncarved_slots_are_ignored);
     RUN(double_frees_are_ignored);

@@ -59,20 +59,28 @@ static void *worker(void *arg)
                 atomic_fetch_add(&corrupt, 1);
             arena_free(held[slot], sizes[slot]);
         }
-        size_t size = (size_t)4096 << (next_random(&rng) % 9); /* 4 KiB .. 1 MiB */
+        uint64_t r = next_random(&rng);
+        size_t size = (size_t)4096 << (r % 9); /* 4 KiB .. 1 MiB */
         bool zeroed;
-        char *p = arena_alloc(size, &zeroed);
+        size_t run = size;
+        char *p;
+        if (r & 1024) { /* a large block's run: 5/8 to 8/8 of a chunk, or a freed one */
+            size += (size_t)(r >> 20) % size;
+            p = arena_alloc_large(size, &zeroed, &run);
+        } else {
+            p = arena_alloc(size, &zeroed);
+        }
         if (!p || ((uintptr_t)p & (arena_chunk_size(size) - 1))) {
             atomic_fetch_add(&corrupt, 1);
             held[slot] = NULL;
             continue;
         }
-        if (zeroed && !stamped(p, size, 0))
+        if (zeroed && !stamped(p, run, 0))
             atomic_fetch_add(&corrupt, 1); /* promised zeros, found data */
         held[slot] = p;
-        sizes[slot] = size;
+        sizes[slot] = run;
         tags[slot] = id << 32 | (uint64_t)op;
-        stamp(p, size, tags[slot]);
+        stamp(p, run, tags[slot]);
     }
     for (unsigned slot = 0; slot < HELD; slot++)
         if (held[slot]) {
@@ -140,40 +148,93 @@ static void dirty_chunks_are_reused(void)
     arena_free(c, 64 * 1024);
 }
 
-/* A large block takes a freed chunk twice its size when none of its own size waits, and
- * only then; superblock-sized requests never do. */
-static void large_blocks_reuse_a_double_chunk(void)
+#define MIB ((size_t)1 << 20)
+
+/* A large block gets a run: its class's leading pieces of a chunk aligned to the chunk
+ * size, holding less than a quarter more than the request (and a page); a fresh one
+ * reads as zeros. */
+static void large_runs_hold_at_most_a_quarter_more(void)
 {
-    arena_purge_all(); /* no chunk waits */
+    for (size_t size = 32 * 1024 + 1; size <= 48 * MIB; size += size / 13 + 4093) {
+        arena_purge_all(); /* nothing waits: every run is fresh */
+        bool zeroed;
+        size_t run;
+        char *p = arena_alloc_large(size, &zeroed, &run);
+        REQUIRE(p);
+        CHECK(run >= size && run - size <= size / 4 + 4096 && run == arena_large_size(size));
+        CHECK(zeroed && ((uintptr_t)p & (arena_chunk_size(size) - 1)) == 0);
+        if (run - size > size / 4 + 4096 || run < size)
+            fprintf(stderr, "  size %zu got a run of %zu\n", size, run);
+        p[0] = 1;
+        p[run - 1] = 1;
+        arena_free(p, run);
+    }
+    arena_purge_all();
+}
+
+/* The rest of a run's chunk is free in its buddy: other chunks are carved from it. */
+static void run_tails_are_reused(void)
+{
+    arena_purge_all();
     bool zeroed;
-    size_t chunk;
-    char *a = arena_alloc_large(12 << 20, &zeroed, &chunk);
+    size_t run;
+    char *a = arena_alloc_large(20 * MIB + 1, &zeroed, &run); /* 24 of a 32 MiB chunk */
     REQUIRE(a);
-    CHECK(chunk == (16u << 20) && zeroed);
-    memset(a, 0x3d, 12 << 20);
-    arena_free(a, chunk);
-    char *b = arena_alloc_large(5 << 20, &zeroed, &chunk); /* 8 MiB wanted, 16 MiB waits */
-    CHECK(b == a && chunk == (16u << 20) && !zeroed && b[(12 << 20) - 1] == 0x3d);
-    char *c = arena_alloc_large(5 << 20, &zeroed, &chunk); /* nothing waits: a fresh one */
-    REQUIRE(c);
-    CHECK(c != a && chunk == (8u << 20) && zeroed);
-    arena_free(b, 16 << 20);
-    arena_free(c, 8 << 20);
-    /* below the threshold the size is exact */
-    char *d = arena_alloc_large(ARENA_LARGE_REUSE_MIN, &zeroed, &chunk);
+    CHECK(run == 24 * MIB && zeroed);
+    /* This thread allocates from a's arena first, and it has at most five free chunks of
+     * 8 MiB (four in its other half): the tail's must be one of them. */
+    char *eight[5];
+    int in_tail = 0;
+    for (int i = 0; i < 5; i++) {
+        eight[i] = arena_alloc(8 * MIB, &zeroed);
+        REQUIRE(eight[i]);
+        in_tail += eight[i] == a + 24 * MIB;
+        CHECK(eight[i] + 8 * MIB <= a || eight[i] >= a + run); /* never inside the run */
+    }
+    CHECK(in_tail == 1);
+    for (int i = 0; i < 5; i++)
+        arena_free(eight[i], 8 * MIB);
+    arena_free(a, run);
+    arena_purge_all();
+}
+
+/* A freed run is reused whole by a smaller block if it holds at most three times the
+ * block (ARENA_LARGE_REUSE_MAX), with the pages its previous tenant wrote as they were,
+ * and by a bigger block of its order, extended over the free rest of its chunk; a run
+ * more than three times the block is not taken. */
+static void freed_runs_are_reused_whole_and_extended(void)
+{
+    arena_purge_all();
+    bool zeroed;
+    size_t run;
+    char *a = arena_alloc_large(20 * MIB + 1, &zeroed, &run);
+    REQUIRE(a);
+    CHECK(run == 24 * MIB);
+    memset(a, 0x3d, run);
+    arena_free(a, run);
+    char *b = arena_alloc_large(8 * MIB + 1, &zeroed, &run); /* a class of 10 MiB */
+    CHECK(b == a && run == 24 * MIB && !zeroed);
+    CHECK(b[0] == 0x3d && b[10 * MIB] == 0x3d && b[run - 1] == 0x3d);
+    memset(b, 0x3e, run);
+    arena_free(b, run);
+    char *c = arena_alloc_large(27 * MIB, &zeroed, &run); /* 28 MiB: 24 waits, 4 free */
+    CHECK(c == a && run == 28 * MIB && !zeroed);
+    CHECK(c[0] == 0x3e && c[24 * MIB - 1] == 0x3e && c[24 * MIB] == 0 && c[run - 1] == 0);
+    arena_free(c, run);
+    /* 28 MiB is more than three times 9 MiB: a fresh run of 10 MiB instead */
+    char *d = arena_alloc_large(9 * MIB, &zeroed, &run);
     REQUIRE(d);
-    arena_free(d, chunk);
-    char *e = arena_alloc_large(ARENA_LARGE_REUSE_MIN / 2, &zeroed, &chunk);
-    REQUIRE(e);
-    CHECK(chunk == ARENA_LARGE_REUSE_MIN / 2 && e != d);
-    arena_free(e, chunk);
+    CHECK(d != a && run == 10 * MIB && zeroed);
+    arena_free(d, run);
     arena_purge_all();
 }
 
 int main(void)
 {
     RUN(dirty_chunks_are_reused);
-    RUN(large_blocks_reuse_a_double_chunk);
+    RUN(large_runs_hold_at_most_a_quarter_more);
+    RUN(run_tails_are_reused);
+    RUN(freed_runs_are_reused_whole_and_extended);
     RUN(concurrent_chunks_with_purges);
     RUN(everything_coalesces_after_purge);
     return test_exit_status();

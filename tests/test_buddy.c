@@ -226,6 +226,41 @@ static void check_fully_coalesced(struct buddy *b)
     free(all);
 }
 
+/* buddy_alloc_at takes the one chunk it names if it is free, and nothing else: a run of
+ * adjacent chunks of decreasing size (arena.c's runs), and every other chunk still
+ * comes from buddy_alloc, without overlap; once all is freed the region coalesces. */
+static void test_alloc_at(void)
+{
+    const unsigned layouts[] = {0, BUDDY_PACKED};
+    for (unsigned i = 0; i < 2; i++) {
+        struct buddy *b = buddy_create(NULL, 1 << 20, 4096, 0, layouts[i]);
+        REQUIRE(b);
+        char *base = buddy_base(b);
+        CHECK(buddy_alloc_at(b, base, 512 << 10));
+        CHECK(!buddy_alloc_at(b, base, 512 << 10));                 /* taken */
+        CHECK(!buddy_alloc_at(b, base + 4096, 4096));               /* inside a taken chunk */
+        CHECK(!buddy_alloc_at(b, base, 1 << 20));                   /* around a taken chunk */
+        CHECK(!buddy_alloc_at(b, base + (512 << 10) + 4096, 8192)); /* misaligned */
+        CHECK(!buddy_alloc_at(b, base + (512 << 10), 3 << 12));     /* not a power of two */
+        CHECK(!buddy_alloc_at(b, base + (1 << 20), 4096));          /* outside */
+        CHECK(buddy_alloc_at(b, base + (512 << 10), 128 << 10));
+        CHECK(buddy_alloc_at(b, base + (640 << 10), 64 << 10));
+        CHECK(buddy_chunk_size(b, base) == 512 << 10);
+        CHECK(buddy_chunk_size(b, base + (640 << 10)) == 64 << 10);
+        /* what is left: one chunk of 64 KiB and one of 256 KiB */
+        CHECK(buddy_alloc(b, 256 << 10) == base + (768 << 10));
+        CHECK(buddy_alloc(b, 64 << 10) == base + (704 << 10));
+        CHECK(!buddy_alloc(b, 4096));
+        for (size_t off = 0; off < (1 << 20);) {
+            size_t size = buddy_chunk_size(b, base + off);
+            CHECK(size && buddy_free(b, base + off));
+            off += size ? size : 4096;
+        }
+        check_fully_coalesced(b);
+        buddy_destroy(b);
+    }
+}
+
 static void model_free(struct buddy *b, struct model *m, size_t k)
 {
     char *p = m->live[k];
@@ -555,6 +590,7 @@ int main(int argc, char **argv)
     RUN(test_create_arguments);
     RUN(test_metadata_size);
     RUN(test_public_api);
+    RUN(test_alloc_at);
     RUN(test_exhaustion);
     RUN(test_model_flat);
     RUN(test_model_packed);

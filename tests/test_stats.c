@@ -292,13 +292,15 @@ static void os_calls_superblocks_and_large_blocks(void)
 
     before = after;
     lfh_free(huge);
-    char *large = lfh_malloc(100000); /* an arena chunk of 128 KiB */
+    char *large = lfh_malloc(100000); /* an arena run of 112 KiB, or a freed one */
     REQUIRE(large);
     snap(&after);
     CHECK(monotonic(&before, &after));
     CHECK(DELTA(munmap.calls) >= 1 && DELTA(munmap.bytes) >= 2 * huge_size);
     CHECK(after.huge_live == before.huge_live - 1);
-    CHECK(DELTA(large_allocated) == 1 && DELTA(large_live_bytes) == 131072);
+    /* 7/8 of 128 KiB, or a freed run of up to twice the request */
+    CHECK(DELTA(large_allocated) == 1 && DELTA(large_live_bytes) >= 7 * 16384 &&
+          DELTA(large_live_bytes) <= 200000);
 
     before = after;
     lfh_free(large);

@@ -190,6 +190,34 @@ static void heap_superblock_cycle(void)
     CHECK(pagemap_desc_or_null(start) == NULL);
 }
 
+/* A large block over the pages of a released superblock, all of which were registered:
+ * the clear left no entry behind, so no address inside the block but its start finds a
+ * descriptor (the superblock's, recycled, would take a pointer into the block). */
+static void large_block_over_superblock_pages(void)
+{
+    unsigned cls = sizeclass_of(48);
+    arena_purge_all(); /* no freed run waits: the superblock's is the one to reuse */
+    struct heap_fill f;
+    REQUIRE(heap_fill(cls, 1, &f));
+    struct descriptor *d = f.desc;
+    char *start = d->start;
+    size_t size = d->size;
+    REQUIRE(size > SIZECLASS_MAX_SIZE);
+    CHECK(pagemap_desc_or_null(start + size - 1) == d);
+    heap_give_back(d, NULL, NULL, 0, f.bump);
+    bool zeroed;
+    char *p = heap_large_alloc(size - 100, 16, &zeroed);
+    REQUIRE(p);
+    CHECK(p == start && !zeroed);
+    struct descriptor *large = pagemap_desc_or_null(p);
+    CHECK(large && large->class_index == HEAP_CLASS_LARGE && large->size == size);
+    for (size_t off = OS_PAGE_SIZE; off < size; off += OS_PAGE_SIZE)
+        CHECK(pagemap_desc_or_null(p + off) == NULL);
+    heap_large_free(large);
+    for (size_t off = 0; off < size; off += OS_PAGE_SIZE)
+        CHECK(pagemap_desc_or_null(p + off) == NULL);
+}
+
 static void heap_full_to_empty_in_one_give_back(void)
 {
     /* LRMalloc's listing leaks a superblock that goes FULL -> EMPTY in one flush. */
@@ -358,17 +386,23 @@ static void heap_empty_while_on_partial_stack(void)
 static void large_blocks(void)
 {
     bool zeroed;
-    /* an arena chunk: a power of two, resized in place only within it */
+    /* an arena run: 6/8 of an 8 MiB chunk, aligned to it, resized in place only within
+     * it while it holds at most a quarter more than the block */
+    arena_purge_all(); /* no freed run waits */
     size_t size = 5 * 1024 * 1024 + 123;
     char *p = heap_large_alloc(size, 16, &zeroed);
     REQUIRE(p);
     struct descriptor *d = pagemap_desc_or_null(p);
     REQUIRE(d);
     CHECK(d->class_index == HEAP_CLASS_LARGE && !d->os_backed);
-    CHECK(d->size == 8 * 1024 * 1024 && ((uintptr_t)p & (d->size - 1)) == 0);
-    CHECK(pagemap_desc_or_null(p + size - 1) == d);
+    CHECK(d->size == 6 * 1024 * 1024 && ((uintptr_t)p & (8 * 1024 * 1024 - 1)) == 0);
+    /* only its first page is registered: every other address inside it is refused */
+    for (size_t off = OS_PAGE_SIZE; off < d->size; off += OS_PAGE_SIZE)
+        CHECK(pagemap_desc_or_null(p + off) == NULL);
+    CHECK(pagemap_desc_or_null(p + OS_PAGE_SIZE - 1) == d && pagemap_desc_or_null(p + d->size) != d);
     memset(p, 0xab, size);
-    CHECK(heap_large_resize(d, 7 * 1024 * 1024, 16) == p);
+    CHECK(heap_large_resize(d, 5 * 1024 * 1024, 16) == p);
+    CHECK(heap_large_resize(d, 7 * 1024 * 1024, 16) == NULL);
     CHECK(heap_large_resize(d, 3 * size, 16) == NULL);
     CHECK(heap_large_resize(d, size / 2, 16) == NULL);
     heap_large_free(d);
@@ -389,9 +423,10 @@ static void large_blocks(void)
     char *moved = heap_large_resize(d, 2 * huge, 16);
     REQUIRE(moved);
     CHECK(moved[0] == 1 && moved[huge - 1] == 2);
-    CHECK(pagemap_desc_or_null(moved + 2 * huge - 1) == d);
+    CHECK(pagemap_desc_or_null(moved) == d && pagemap_desc_or_null(moved + OS_PAGE_SIZE) == NULL);
+    CHECK(moved == h || pagemap_desc_or_null(h) == NULL);
     CHECK(heap_large_resize(d, huge, 16) == moved);
-    CHECK(pagemap_desc_or_null(moved + huge + OS_PAGE_SIZE * 2) == NULL);
+    CHECK(pagemap_desc_or_null(moved) == d);
     heap_large_free(d);
     CHECK(pagemap_desc_or_null(moved) == NULL);
 
@@ -416,6 +451,7 @@ int main(void)
     RUN(heap_block_start_is_exact);
     RUN(heap_superblock_cycle);
     RUN(heap_full_to_empty_in_one_give_back);
+    RUN(large_block_over_superblock_pages);
     RUN(heap_concurrent_invariants);
     RUN(heap_empty_while_on_partial_stack);
     RUN(large_blocks);

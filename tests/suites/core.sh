@@ -25,7 +25,7 @@ run arena-tsan build/t-tsan/test_arena
 run threads build/t/test_threads
 run threads-preloaded env LD_PRELOAD="$lib" build/t-plain/test_threads
 run purge-preloaded env LD_PRELOAD="$lib" build/t-plain/test_purge
-# Beyond 256 GiB of arenas (288 GiB reserved, a few pages touched, ~700 MB of page map):
+# Beyond 256 GiB of arenas (288 GiB reserved, a few pages touched, ~36 MB of page map):
 # needs an unlimited address space and an overcommit policy that maps untouched memory.
 if [ "$(ulimit -v)" = unlimited ] && [ "$(cat /proc/sys/vm/overcommit_memory)" != 2 ]; then
     run address-space build/t/test_address_space
