@@ -367,6 +367,18 @@ size_t arena_purge_all(void)
     return released;
 }
 
+/* Releases the runs of every stack that waited out the delay (relaxed glance at each
+ * stack: one found empty is skipped, one pushed meanwhile waits for the next purge). */
+static void purge_due(uint32_t now)
+{
+    uint32_t delay = purge_delay();
+    for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
+        if (dirty_top(atomic_load_explicit(&dirty_stacks[cls], memory_order_relaxed),
+                      class_order(cls)))
+            purge_class(cls, now, delay, false);
+    os_retry();
+}
+
 /* Releases the chunks whose delay ran out, unless somebody did in the last `gap` ms: one
  * thread wins the CAS on the last purge time, the others go on, nobody waits. True if
  * this call won. The slow paths (arena_tick) and the purger share it. */
@@ -380,12 +392,7 @@ static bool purge_if_due(uint32_t now, uint32_t gap)
                                                  memory_order_relaxed))
         return false;
     LFH_PARK(ARENA_TICK_WON);
-    uint32_t delay = purge_delay();
-    for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
-        if (dirty_top(atomic_load_explicit(&dirty_stacks[cls], memory_order_relaxed),
-                      class_order(cls)))
-            purge_class(cls, now, delay, false);
-    os_retry();
+    purge_due(now);
     return true;
 }
 
@@ -441,11 +448,7 @@ void arena_prompt_end(void)
         return;
     /* Every chunk that is due goes, this exit's, other exits' and the ticks'. Not counted
      * as a purge round (last_purge_ms): the ticks keep their own rhythm. */
-    uint32_t now = platform_now_ms(), delay = purge_delay();
-    for (unsigned order = 0; order < ARENA_ORDERS; order++)
-        if (dirty_top(atomic_load_explicit(&dirty_stacks[order], memory_order_relaxed), order))
-            purge_order(order, now, delay, false);
-    os_retry();
+    purge_due(platform_now_ms());
 }
 
 /* ---- the background purger ---------------------------------------------------------- */

@@ -399,7 +399,8 @@ static void large_blocks(void)
     /* only its first page is registered: every other address inside it is refused */
     for (size_t off = OS_PAGE_SIZE; off < d->size; off += OS_PAGE_SIZE)
         CHECK(pagemap_desc_or_null(p + off) == NULL);
-    CHECK(pagemap_desc_or_null(p + OS_PAGE_SIZE - 1) == d && pagemap_desc_or_null(p + d->size) != d);
+    CHECK(pagemap_desc_or_null(p + OS_PAGE_SIZE - 1) == d &&
+          pagemap_desc_or_null(p + d->size) != d);
     memset(p, 0xab, size);
     CHECK(heap_large_resize(d, 5 * 1024 * 1024, 16) == p);
     CHECK(heap_large_resize(d, 7 * 1024 * 1024, 16) == NULL);
