@@ -1,8 +1,11 @@
 /*
- * api: the malloc family. Each routine is thin: find the size class (sizeclass), take a
- * block from the calling thread's cache (tcache), which falls back to the lock-free heap
- * (heap), which gets pages from the OS (os); free finds the block's descriptor through
- * the page map (pagemap). Read top-down, this file follows a malloc to the kernel.
+ * api: the standard malloc family, and the paths every family of the API goes through.
+ * Each routine is thin: find the size class (sizeclass), take a block from the calling
+ * thread's cache (tcache), which falls back to the lock-free heap (heap), which gets
+ * pages from the OS (os); free finds the block's descriptor through the page map
+ * (pagemap). Read top-down, this file follows a malloc to the kernel. The aligned
+ * routines are api_aligned.c's, llheap's extensions api_llheap.c's; what they share with
+ * this file is in api_internal.h.
  *
  * Semantics are glibc's: requests above PTRDIFF_MAX fail with ENOMEM, malloc(0) returns a
  * unique block, realloc(p, 0) frees p and returns NULL, posix_memalign leaves *memptr
@@ -10,76 +13,26 @@
  * (realloc returns NULL with EINVAL) and have usable size 0.
  *
  * Every routine is defined once as lfh_<name>; the release build also exports the
- * standard names (and glibc's __libc_* entry points) as aliases of the same code.
+ * standard names (and glibc's __libc_* entry points) as aliases of the same code, listed
+ * in the export table (api_exports.h).
  *
  * The statistics and debug builds (stats.h, debug.h) count each call and check the
  * pointers the program passes. Their code is compiled only there: API_INSTRUMENTED, the
  * STATS_ and DEBUG_ switches and the stats_/debug_ hooks are constant 0 or empty in the
  * release build, whose code is what it would be without them. realloc and resize
- * allocate and free through malloc_block and free_known_block, which count nothing, so a
- * call is counted once, as the routine the program called.
+ * allocate and free through malloc_block and api_free_known_block, which count nothing,
+ * so a call is counted once, as the routine the program called.
  */
 #include "lfheap.h"
 
-#include "api.h"
+#include "api_exports.h"
+#include "api_internal.h"
 #include "arena.h"
-#include "debug.h"
-#include "heap.h"
-#include "os.h"
-#include "pagemap.h"
-#include "secure.h"
 #include "sizeclass.h"
-#include "stats.h"
 #include "tcache.h"
 
-#include <errno.h>
 #include <malloc.h>
-#include <stdint.h>
 #include <string.h>
-
-/* The smallest alignment every block has. */
-#define API_MIN_ALIGN 16
-
-static void *fail_nomem(void)
-{
-    errno = ENOMEM;
-    return NULL;
-}
-
-/* Bytes of the block desc describes (ptr is its start: see block_descriptor); in the
- * secure build, less its tail canary or guard page. */
-static size_t usable_size(const struct descriptor *desc)
-{
-    return desc->class_index == HEAP_CLASS_LARGE ? desc->size - SECURE_GUARD_BYTES
-                                                 : desc->block_size - SECURE_TAIL_BYTES;
-}
-
-/* Bytes a block needs for a request (at most PTRDIFF_MAX): the debug build's canary after
- * the request, or the secure build's tail canary at the block's end, included. */
-static inline size_t block_room(size_t request)
-{
-    return debug_room(request) + SECURE_TAIL_BYTES;
-}
-
-/* The statistics build counts a call of an allocating routine that returned `block`
- * (NULL: it failed); the result is the block. */
-LFH_INLINE void *counted(enum lfh_stats_routine routine, size_t request, void *block)
-{
-    if (STATS_ENABLED)
-        stats_count_alloc(routine, request,
-                          block ? usable_size(pagemap_desc_or_foreign(block)) : 0);
-    return block;
-}
-
-/* The same for a resizing routine that took a block of `old_usable` bytes (stats.h). */
-LFH_INLINE void *counted_resize(enum lfh_stats_routine routine, size_t request, size_t old_usable,
-                                void *block)
-{
-    if (STATS_ENABLED)
-        stats_count_resize(routine, request, old_usable,
-                           block ? usable_size(pagemap_desc_or_foreign(block)) : 0);
-    return block;
-}
 
 /* ---- large blocks ------------------------------------------------------------------ */
 
@@ -129,7 +82,7 @@ static LFH_NOINLINE void *malloc_medium_or_large(size_t size)
  * if `clear` (the caller may want zero fill recorded without paying for it twice). In
  * the debug build every block the program gets comes from here, with room for its
  * canary. */
-static void *alloc_tracked(const struct heap_props *props, bool clear)
+void *api_alloc_tracked(const struct heap_props *props, bool clear)
 {
     size_t size = props->request;
     if (size > PTRDIFF_MAX)
@@ -155,15 +108,6 @@ static void *alloc_tracked(const struct heap_props *props, bool clear)
     if (clear && !zeroed)
         memset(block, 0, size);
     return block;
-}
-
-/* The properties of a new block: alignments below the minimum are the minimum. */
-static struct heap_props props_for(size_t size, size_t align, bool zero_fill)
-{
-    return (struct heap_props){.request = size,
-                               .align = align < API_MIN_ALIGN ? API_MIN_ALIGN : align,
-                               .zero_fill = zero_fill,
-                               .tracked = true};
 }
 
 /* The tracked bins start after the plain ones. */
@@ -195,7 +139,7 @@ static LFH_NOINLINE void *malloc_debug_slow(size_t size)
 {
     struct heap_props props = props_for(size, API_MIN_ALIGN, false);
     props.tracked = false;
-    return alloc_tracked(&props, false);
+    return api_alloc_tracked(&props, false);
 }
 
 /* malloc, uncounted. */
@@ -229,9 +173,11 @@ LFH_EXPORT void *lfh_malloc(size_t size)
     return malloc_block(size);
 }
 
-static inline int is_power_of_two(size_t x)
+/* malloc, uncounted, for resize (api_llheap.c): malloc_block inlines this file's own
+ * paths, so the other files call it through this out-of-line copy. */
+void *api_malloc_block(size_t size)
 {
-    return x != 0 && (x & (x - 1)) == 0;
+    return malloc_block(size);
 }
 
 LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
@@ -253,105 +199,7 @@ LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
         }
     }
     struct heap_props props = props_for(bytes, API_MIN_ALIGN, true);
-    return counted(LFH_STATS_CALLOC, bytes, alloc_tracked(&props, true));
-}
-
-/* The aligned routines: `align` is a power of two. */
-static void *alloc_aligned(size_t align, size_t size, bool zero_fill)
-{
-    struct heap_props props = props_for(size, align, zero_fill);
-    return alloc_tracked(&props, zero_fill);
-}
-
-LFH_EXPORT int lfh_posix_memalign(void **memptr, size_t alignment, size_t size)
-{
-    if (!is_power_of_two(alignment) || alignment % sizeof(void *) != 0) {
-        counted(LFH_STATS_POSIX_MEMALIGN, size, NULL);
-        return EINVAL;
-    }
-    /* On failure errno is ENOMEM too, as glibc leaves it (its tests check that). */
-    void *block = counted(LFH_STATS_POSIX_MEMALIGN, size, alloc_aligned(alignment, size, false));
-    if (!block)
-        return ENOMEM;
-    *memptr = block;
-    return 0;
-}
-
-LFH_EXPORT void *lfh_aligned_alloc(size_t alignment, size_t size)
-{
-    if (!is_power_of_two(alignment)) {
-        errno = EINVAL;
-        return counted(LFH_STATS_ALIGNED_ALLOC, size, NULL);
-    }
-    return counted(LFH_STATS_ALIGNED_ALLOC, size, alloc_aligned(alignment, size, false));
-}
-
-LFH_EXPORT void *lfh_memalign(size_t alignment, size_t size)
-{
-    /* glibc: alignments that are not powers of two are rounded up to one. */
-    if (alignment > SIZE_MAX / 2 + 1) {
-        errno = EINVAL;
-        return counted(LFH_STATS_MEMALIGN, size, NULL);
-    }
-    size_t align = 1;
-    while (align < alignment)
-        align <<= 1;
-    return counted(LFH_STATS_MEMALIGN, size, alloc_aligned(align, size, false));
-}
-
-LFH_EXPORT void *lfh_valloc(size_t size)
-{
-    return counted(LFH_STATS_VALLOC, size, alloc_aligned(OS_PAGE_SIZE, size, false));
-}
-
-LFH_EXPORT void *lfh_pvalloc(size_t size)
-{
-    size_t rounded = (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
-    if (rounded < size)
-        return counted(LFH_STATS_PVALLOC, size, fail_nomem());
-    return counted(LFH_STATS_PVALLOC, size,
-                   alloc_aligned(OS_PAGE_SIZE, rounded ? rounded : OS_PAGE_SIZE, false));
-}
-
-/* llheap's array routines and array forms: dim * elem_size bytes; a product that
- * overflows is SIZE_MAX, which fails like any request above PTRDIFF_MAX (ENOMEM, an old
- * block untouched). */
-static size_t array_bytes(size_t dim, size_t elem_size)
-{
-    size_t bytes;
-    return __builtin_mul_overflow(dim, elem_size, &bytes) ? SIZE_MAX : bytes;
-}
-
-LFH_EXPORT void *lfh_aalloc(size_t dim, size_t elem_size)
-{
-    size_t bytes = array_bytes(dim, elem_size);
-    if (bytes == SIZE_MAX)
-        return counted(LFH_STATS_AALLOC, SIZE_MAX, fail_nomem());
-    struct heap_props props = props_for(bytes, API_MIN_ALIGN, false);
-    return counted(LFH_STATS_AALLOC, bytes, alloc_tracked(&props, false));
-}
-
-static void *alloc_aligned_array(enum lfh_stats_routine routine, size_t align, size_t dim,
-                                 size_t elem_size, bool zero_fill)
-{
-    size_t bytes = array_bytes(dim, elem_size);
-    if (!is_power_of_two(align)) {
-        errno = EINVAL;
-        return counted(routine, bytes, NULL);
-    }
-    if (bytes == SIZE_MAX)
-        return counted(routine, bytes, fail_nomem());
-    return counted(routine, bytes, alloc_aligned(align, bytes, zero_fill));
-}
-
-LFH_EXPORT void *lfh_amemalign(size_t alignment, size_t dim, size_t elem_size)
-{
-    return alloc_aligned_array(LFH_STATS_AMEMALIGN, alignment, dim, elem_size, false);
-}
-
-LFH_EXPORT void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size)
-{
-    return alloc_aligned_array(LFH_STATS_CMEMALIGN, alignment, dim, elem_size, true);
+    return counted(LFH_STATS_CALLOC, bytes, api_alloc_tracked(&props, true));
 }
 
 /* ---- release ---------------------------------------------------------------------- */
@@ -359,7 +207,7 @@ LFH_EXPORT void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size)
 /* The descriptor of the live block that starts at `ptr`, or NULL if `ptr` is no block
  * lfheap handed out and the program still holds: NULL, foreign memory, an address inside
  * (not at the start of) a block, a block never handed out, or one already freed. */
-static struct descriptor *block_descriptor(const void *ptr, const char *routine)
+struct descriptor *api_block_descriptor(const void *ptr, const char *routine)
 {
     struct descriptor *desc = pagemap_desc_or_null(ptr);
     if (LFH_LIKELY(desc && heap_block_live(desc, ptr)))
@@ -377,7 +225,7 @@ static struct descriptor *block_descriptor(const void *ptr, const char *routine)
  * superblock another thread owns, or no live block at all (ignored). */
 static LFH_NOINLINE void free_uncached(void *ptr)
 {
-    struct descriptor *desc = block_descriptor(ptr, "free");
+    struct descriptor *desc = api_block_descriptor(ptr, "free");
     if (!desc)
         return; /* not a block lfheap handed out: ignored */
     if (desc->class_index == HEAP_CLASS_LARGE)
@@ -388,7 +236,7 @@ static LFH_NOINLINE void free_uncached(void *ptr)
 
 /* Frees the block at ptr, whose descriptor is desc: free's path once it knows the block
  * (and realloc's and resize's for the block they leave, uncounted). */
-static void free_known_block(void *ptr, struct descriptor *desc)
+void api_free_known_block(void *ptr, struct descriptor *desc)
 {
     debug_died(desc, ptr);
     if (desc->class_index == HEAP_CLASS_LARGE) {
@@ -413,7 +261,7 @@ static LFH_NOINLINE void free_checked(void *ptr, const char *routine, bool sized
         STATS_ADD(STATS_FREE_NULL, 1);
         return;
     }
-    struct descriptor *desc = block_descriptor(ptr, routine);
+    struct descriptor *desc = api_block_descriptor(ptr, routine);
     size_t request;
     if (!debug_check(routine, ptr, desc, true, &request)) {
         STATS_ADD(STATS_FREE_INVALID, 1);
@@ -422,7 +270,7 @@ static LFH_NOINLINE void free_checked(void *ptr, const char *routine, bool sized
     if (sized)
         debug_check_sized(ptr, desc, request, size, align);
     stats_count_free(usable_size(desc), request);
-    free_known_block(ptr, desc);
+    api_free_known_block(ptr, desc);
 }
 
 /* free's fast path in those builds: a live small block (the debug build checks and fills
@@ -491,7 +339,7 @@ LFH_EXPORT void lfh_free_aligned_sized(void *ptr, size_t alignment, size_t size)
 
 /* The record of a block, or what a plain block's would be: malloc gave it no request
  * size to remember, so its whole block counts as requested. */
-static struct heap_props block_props(struct descriptor *desc, const void *ptr)
+struct heap_props api_block_props(struct descriptor *desc, const void *ptr)
 {
     struct heap_props props;
     if (!heap_props_get(desc, ptr, &props))
@@ -501,7 +349,7 @@ static struct heap_props block_props(struct descriptor *desc, const void *ptr)
 
 LFH_EXPORT size_t lfh_malloc_usable_size(void *ptr)
 {
-    struct descriptor *desc = block_descriptor(ptr, "malloc_usable_size");
+    struct descriptor *desc = api_block_descriptor(ptr, "malloc_usable_size");
     /* The debug build's usable bytes end where the canary starts. */
     size_t request;
     if (DEBUG_ENABLED && ptr)
@@ -509,25 +357,6 @@ LFH_EXPORT size_t lfh_malloc_usable_size(void *ptr)
                                                                              : 0;
     return desc ? usable_size(desc) : 0;
 }
-
-LFH_EXPORT size_t lfh_malloc_size(void *ptr)
-{
-    struct descriptor *desc = block_descriptor(ptr, "malloc_size");
-    return desc ? block_props(desc, ptr).request : 0;
-}
-
-LFH_EXPORT size_t lfh_malloc_alignment(void *ptr)
-{
-    struct descriptor *desc = block_descriptor(ptr, "malloc_alignment");
-    return desc ? block_props(desc, ptr).align : 0;
-}
-
-LFH_EXPORT bool lfh_malloc_zero_fill(void *ptr)
-{
-    struct descriptor *desc = block_descriptor(ptr, "malloc_zero_fill");
-    return desc ? block_props(desc, ptr).zero_fill : false;
-}
-
 /* True if a small block of `desc` can hold `room` bytes where it is: they fit, and the
  * block would not waste over half of itself (a smaller class would serve them then). */
 static inline bool small_keeps(const struct descriptor *desc, size_t room)
@@ -539,7 +368,7 @@ static inline bool small_keeps(const struct descriptor *desc, size_t room)
 /* Tries to give the block at ptr (desc) `size` bytes where it is, aligned to `align`;
  * returns the (possibly moved, for a large block) address, or NULL to say it must move.
  * On success the block's record, if it has one, still needs updating. */
-static void *resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_t align)
+void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_t align)
 {
     if ((uintptr_t)ptr & (align - 1))
         return NULL;
@@ -579,7 +408,7 @@ static void *realloc_tracked_small(void *ptr, struct descriptor *desc, uint32_t 
     memcpy(fresh, ptr, copied);
     if (zero_fill && size > copied)
         memset((char *)fresh + copied, 0, size - copied);
-    free_known_block(ptr, desc);
+    api_free_known_block(ptr, desc);
     return fresh;
 }
 
@@ -599,7 +428,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
         if (!fresh)
             return NULL;
         memcpy(fresh, ptr, size < usable ? size : usable);
-        free_known_block(ptr, desc);
+        api_free_known_block(ptr, desc);
         return fresh;
     }
     if (!DEBUG_ENABLED && desc->class_index < HEAP_CLASS_LARGE && align == 0) {
@@ -609,7 +438,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
             room <= SIZECLASS_MAX_SIZE)
             return realloc_tracked_small(ptr, desc, record, size, room);
     }
-    struct heap_props props = block_props(desc, ptr);
+    struct heap_props props = api_block_props(desc, ptr);
     bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;
     bool tracked = props.tracked || align != 0;
     if (align == 0)
@@ -622,7 +451,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     void *fresh = NULL;
     /* A plain block that must start recording an alignment cannot stay: it has no record. */
     if (recorded || !tracked)
-        fresh = resize_in_place(ptr, desc, size, align);
+        fresh = api_resize_in_place(ptr, desc, size, align);
     if (fresh) {
         if (props.zero_fill && size > old_request) {
             /* Pages a large block gained beyond its old mapping are fresh zero pages. */
@@ -634,24 +463,24 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
             heap_props_set(desc, fresh, &props);
         return fresh;
     }
-    fresh = tracked ? alloc_tracked(&props, false) : malloc_block(size);
+    fresh = tracked ? api_alloc_tracked(&props, false) : malloc_block(size);
     if (!fresh)
         return NULL;
     size_t copied = old_request < size ? old_request : size;
     memcpy(fresh, ptr, copied);
     if (props.zero_fill && size > copied)
         memset((char *)fresh + copied, 0, size - copied);
-    free_known_block(ptr, desc);
+    api_free_known_block(ptr, desc);
     return fresh;
 }
 
 /* What realloc and resize do first with ptr (not NULL), counted as `routine`: NULL if
  * that ends the call (ptr is no block lfheap handed out: ignored like free would, with
  * EINVAL unless size is 0; or size is 0, and the block is freed), else its descriptor. */
-static struct descriptor *resize_begin(enum lfh_stats_routine routine, const char *name, void *ptr,
-                                       size_t size)
+struct descriptor *api_resize_begin(enum lfh_stats_routine routine, const char *name, void *ptr,
+                                    size_t size)
 {
-    struct descriptor *desc = block_descriptor(ptr, name);
+    struct descriptor *desc = api_block_descriptor(ptr, name);
     size_t request;
     if (!debug_check(name, ptr, desc, true, &request)) {
         if (size != 0)
@@ -661,7 +490,7 @@ static struct descriptor *resize_begin(enum lfh_stats_routine routine, const cha
     }
     if (size == 0) {
         counted_resize(routine, 0, usable_size(desc), NULL);
-        free_known_block(ptr, desc);
+        api_free_known_block(ptr, desc);
         return NULL;
     }
     return desc;
@@ -669,13 +498,13 @@ static struct descriptor *resize_begin(enum lfh_stats_routine routine, const cha
 
 /* realloc, reallocarray and aligned_realloc (`align` not 0: a power of two, at least
  * API_MIN_ALIGN), counted as `routine`. */
-static void *realloc_call(enum lfh_stats_routine routine, const char *name, void *ptr, size_t size,
-                          size_t align)
+void *api_realloc_call(enum lfh_stats_routine routine, const char *name, void *ptr, size_t size,
+                       size_t align)
 {
     if (!ptr)
         return counted(routine, size,
                        align ? alloc_aligned(align, size, false) : malloc_block(size));
-    struct descriptor *desc = resize_begin(routine, name, ptr, size);
+    struct descriptor *desc = api_resize_begin(routine, name, ptr, size);
     if (!desc)
         return NULL;
     size_t old_usable = usable_size(desc);
@@ -684,7 +513,7 @@ static void *realloc_call(enum lfh_stats_routine routine, const char *name, void
 
 LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
 {
-    return realloc_call(LFH_STATS_REALLOC, "realloc", ptr, size, 0);
+    return api_realloc_call(LFH_STATS_REALLOC, "realloc", ptr, size, 0);
 }
 
 LFH_EXPORT void *lfh_reallocarray(void *ptr, size_t count, size_t size)
@@ -692,136 +521,7 @@ LFH_EXPORT void *lfh_reallocarray(void *ptr, size_t count, size_t size)
     size_t bytes = array_bytes(count, size);
     if (bytes == SIZE_MAX)
         return counted(LFH_STATS_REALLOC, SIZE_MAX, fail_nomem());
-    return realloc_call(LFH_STATS_REALLOC, "reallocarray", ptr, bytes, 0);
-}
-
-LFH_EXPORT void *lfh_aligned_realloc(void *ptr, size_t alignment, size_t size)
-{
-    if (!is_power_of_two(alignment)) {
-        errno = EINVAL;
-        return counted(LFH_STATS_ALIGNED_REALLOC, size, NULL);
-    }
-    size_t align = alignment < API_MIN_ALIGN ? API_MIN_ALIGN : alignment;
-    return realloc_call(LFH_STATS_ALIGNED_REALLOC, "aligned_realloc", ptr, size, align);
-}
-
-/* llheap's resize: a block of `size` bytes aligned to `align`, with no sticky property
- * and no promise about its contents: the old block's if it fits, else a new one (the
- * old block is freed only once the new one exists, so failure leaves it intact). */
-static void *resize_call(enum lfh_stats_routine routine, const char *name, void *ptr, size_t size,
-                         size_t align, bool aligned_routine)
-{
-    struct heap_props props = props_for(size, align, false);
-    props.tracked = aligned_routine;
-    if (!ptr)
-        return counted(routine, size,
-                       aligned_routine ? alloc_tracked(&props, false) : malloc_block(size));
-    struct descriptor *desc = resize_begin(routine, name, ptr, size);
-    if (!desc)
-        return NULL;
-    size_t old_usable = usable_size(desc);
-    if (size > PTRDIFF_MAX)
-        return counted_resize(routine, size, old_usable, fail_nomem());
-    bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;
-    if (recorded || !aligned_routine) {
-        void *kept = resize_in_place(ptr, desc, size, props.align);
-        if (kept) {
-            debug_resized(desc, kept, size);
-            if (recorded)
-                heap_props_set(desc, kept, &props);
-            return counted_resize(routine, size, old_usable, kept);
-        }
-    }
-    void *fresh = aligned_routine ? alloc_tracked(&props, false) : malloc_block(size);
-    if (fresh)
-        free_known_block(ptr, desc);
-    return counted_resize(routine, size, old_usable, fresh);
-}
-
-LFH_EXPORT void *lfh_resize(void *ptr, size_t size)
-{
-    return resize_call(LFH_STATS_RESIZE, "resize", ptr, size, API_MIN_ALIGN, false);
-}
-
-LFH_EXPORT void *lfh_aligned_resize(void *ptr, size_t alignment, size_t size)
-{
-    if (!is_power_of_two(alignment)) {
-        errno = EINVAL;
-        return counted(LFH_STATS_ALIGNED_RESIZE, size, NULL);
-    }
-    return resize_call(LFH_STATS_ALIGNED_RESIZE, "aligned_resize", ptr, size, alignment, true);
-}
-
-LFH_EXPORT void *lfh_resizearray(void *ptr, size_t dim, size_t elem_size)
-{
-    return lfh_resize(ptr, array_bytes(dim, elem_size));
-}
-
-LFH_EXPORT void *lfh_aligned_resizearray(void *ptr, size_t alignment, size_t dim, size_t elem_size)
-{
-    return lfh_aligned_resize(ptr, alignment, array_bytes(dim, elem_size));
-}
-
-LFH_EXPORT void *lfh_aligned_reallocarray(void *ptr, size_t alignment, size_t dim, size_t elem_size)
-{
-    return lfh_aligned_realloc(ptr, alignment, array_bytes(dim, elem_size));
-}
-
-/* llheap's POSIX-style forms: the result goes to *ptrp and the error number is the
- * return value, so that `posix_realloc(&p, n)` cannot lose p when it fails. On failure
- * *ptrp and errno keep their values. `aligned`: aligned_realloc, else realloc. */
-static int posix_realloc_call(void **ptrp, bool aligned, size_t alignment, size_t size)
-{
-    if (!ptrp)
-        return EINVAL;
-    int saved_errno = errno;
-    void *fresh = aligned ? lfh_aligned_realloc(*ptrp, alignment, size) : lfh_realloc(*ptrp, size);
-    /* realloc returns NULL for a size of 0 only after freeing the block (or ignoring a
-     * pointer it never handed out, as free does). */
-    if (fresh == NULL && size != 0) {
-        int error = errno;
-        errno = saved_errno;
-        return error;
-    }
-    *ptrp = fresh;
-    return 0;
-}
-
-LFH_EXPORT int lfh_posix_realloc(void **ptrp, size_t size)
-{
-    return posix_realloc_call(ptrp, false, 0, size);
-}
-
-LFH_EXPORT int lfh_posix_reallocarray(void **ptrp, size_t dim, size_t elem_size)
-{
-    return posix_realloc_call(ptrp, false, 0, array_bytes(dim, elem_size));
-}
-
-LFH_EXPORT int lfh_posix_aligned_realloc(void **ptrp, size_t alignment, size_t size)
-{
-    return posix_realloc_call(ptrp, true, alignment, size);
-}
-
-LFH_EXPORT int lfh_posix_aligned_reallocarray(void **ptrp, size_t alignment, size_t dim,
-                                              size_t elem_size)
-{
-    return posix_realloc_call(ptrp, true, alignment, array_bytes(dim, elem_size));
-}
-
-LFH_EXPORT bool lfh_malloc_remote(void *ptr)
-{
-    struct descriptor *desc = block_descriptor(ptr, "malloc_remote");
-    return desc && desc->class_index != HEAP_CLASS_LARGE && !tcache_owns(desc);
-}
-
-LFH_EXPORT size_t lfh_malloc_mmap_start(void)
-{
-    return ARENA_MAX_CHUNK;
-}
-
-LFH_EXPORT size_t lfh_malloc_extend(void)
-{
-    return ARENA_SIZE;
+    return api_realloc_call(LFH_STATS_REALLOC, "reallocarray", ptr, bytes, 0);
 }
 
 LFH_EXPORT int lfh_malloc_trim(size_t pad)
@@ -857,75 +557,4 @@ LFH_EXPORT int lfh_mallopt(int param, int value)
 
 /* ---- the standard names ----------------------------------------------------------- */
 
-#if API_STANDARD_NAMES
-/* The aliases share the target's code; GCC would have each one restate its attributes. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmissing-attributes"
-#endif
-#define LFH_ALIAS(name, target)                                                                    \
-    extern __typeof(target) name __attribute__((alias(#target), visibility("default")))
-
-LFH_ALIAS(malloc, lfh_malloc);
-LFH_ALIAS(calloc, lfh_calloc);
-LFH_ALIAS(realloc, lfh_realloc);
-LFH_ALIAS(reallocarray, lfh_reallocarray);
-LFH_ALIAS(free, lfh_free);
-LFH_ALIAS(cfree, lfh_cfree);
-LFH_ALIAS(free_sized, lfh_free_sized);
-LFH_ALIAS(free_aligned_sized, lfh_free_aligned_sized);
-LFH_ALIAS(posix_memalign, lfh_posix_memalign);
-LFH_ALIAS(aligned_alloc, lfh_aligned_alloc);
-LFH_ALIAS(memalign, lfh_memalign);
-LFH_ALIAS(valloc, lfh_valloc);
-LFH_ALIAS(pvalloc, lfh_pvalloc);
-LFH_ALIAS(malloc_usable_size, lfh_malloc_usable_size);
-LFH_ALIAS(malloc_trim, lfh_malloc_trim);
-LFH_ALIAS(mallopt, lfh_mallopt);
-
-/* llheap's names. Weak, so that a program with a function of the same name links with
- * the static library (and keeps its own: it also interposes the shared one). */
-#define LFH_WEAK_ALIAS(name, target)                                                               \
-    extern __typeof(target) name __attribute__((weak, alias(#target), visibility("default")))
-
-LFH_WEAK_ALIAS(aalloc, lfh_aalloc);
-LFH_WEAK_ALIAS(amemalign, lfh_amemalign);
-LFH_WEAK_ALIAS(cmemalign, lfh_cmemalign);
-LFH_WEAK_ALIAS(resize, lfh_resize);
-LFH_WEAK_ALIAS(resizearray, lfh_resizearray);
-LFH_WEAK_ALIAS(aligned_resize, lfh_aligned_resize);
-LFH_WEAK_ALIAS(aligned_resizearray, lfh_aligned_resizearray);
-LFH_WEAK_ALIAS(aligned_realloc, lfh_aligned_realloc);
-LFH_WEAK_ALIAS(aligned_reallocarray, lfh_aligned_reallocarray);
-LFH_WEAK_ALIAS(posix_realloc, lfh_posix_realloc);
-LFH_WEAK_ALIAS(posix_reallocarray, lfh_posix_reallocarray);
-LFH_WEAK_ALIAS(posix_aligned_realloc, lfh_posix_aligned_realloc);
-LFH_WEAK_ALIAS(posix_aligned_reallocarray, lfh_posix_aligned_reallocarray);
-LFH_WEAK_ALIAS(malloc_size, lfh_malloc_size);
-LFH_WEAK_ALIAS(malloc_alignment, lfh_malloc_alignment);
-LFH_WEAK_ALIAS(malloc_zero_fill, lfh_malloc_zero_fill);
-LFH_WEAK_ALIAS(malloc_remote, lfh_malloc_remote);
-LFH_WEAK_ALIAS(malloc_mmap_start, lfh_malloc_mmap_start);
-LFH_WEAK_ALIAS(malloc_extend, lfh_malloc_extend);
-
-/* glibc's own entry points, which parts of glibc and some programs call directly: with
- * these, no allocation escapes to glibc's heap. */
-LFH_ALIAS(__libc_malloc, lfh_malloc);
-LFH_ALIAS(__libc_calloc, lfh_calloc);
-LFH_ALIAS(__libc_realloc, lfh_realloc);
-LFH_ALIAS(__libc_free, lfh_free);
-LFH_ALIAS(__libc_cfree, lfh_cfree);
-LFH_ALIAS(__libc_memalign, lfh_memalign);
-LFH_ALIAS(__libc_valloc, lfh_valloc);
-LFH_ALIAS(__libc_pvalloc, lfh_pvalloc);
-LFH_ALIAS(__posix_memalign, lfh_posix_memalign);
-
-/* The names api.h declares: bound inside the library, so api_cxx.c calls them directly. */
-#define LFH_INTERNAL_ALIAS(name, target)                                                           \
-    extern __typeof(target) name __attribute__((alias(#target), visibility("hidden")))
-
-LFH_INTERNAL_ALIAS(api_malloc, lfh_malloc);
-LFH_INTERNAL_ALIAS(api_aligned_alloc, lfh_aligned_alloc);
-LFH_INTERNAL_ALIAS(api_free, lfh_free);
-LFH_INTERNAL_ALIAS(api_free_sized, lfh_free_sized);
-LFH_INTERNAL_ALIAS(api_free_aligned_sized, lfh_free_aligned_sized);
-#endif
+API_EXPORTS(API_EXPORTS_STANDARD)

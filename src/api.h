@@ -5,7 +5,8 @@
  * goes through the PLT; these aliases are bound inside the library, so the call is direct.
  * They are the same code as the exported routines, so whatever a build adds to those (say
  * statistics or checks) applies to every front end alike. Only builds that define the
- * standard names have them (not LFHEAP_PREFIX_ONLY).
+ * standard names have them (not LFHEAP_PREFIX_ONLY); the export table (api_exports.h)
+ * lists them with the rest.
  */
 #ifndef LFHEAP_API_H
 #define LFHEAP_API_H

@@ -6,6 +6,7 @@
  */
 #include "stats.h"
 
+#include "api_exports.h"
 #include "arena.h"
 #include "lfheap.h"
 #include "out.h"
@@ -439,24 +440,4 @@ __attribute__((destructor)) static void stats_exit_report(void)
 
 /* ---- the standard names ----------------------------------------------------------- */
 
-#if API_STANDARD_NAMES
-/* As in api.c: aliases share the target's code (and must be in its file). */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmissing-attributes"
-#endif
-#define STATS_ALIAS(name, target)                                                                  \
-    extern __typeof(target) name __attribute__((alias(#target), visibility("default")))
-
-STATS_ALIAS(malloc_stats, lfh_malloc_stats);
-STATS_ALIAS(malloc_info, lfh_malloc_info);
-STATS_ALIAS(mallinfo, lfh_mallinfo);
-STATS_ALIAS(mallinfo2, lfh_mallinfo2);
-
-/* llheap's names, weak as in api.c. */
-#define STATS_WEAK_ALIAS(name, target)                                                             \
-    extern __typeof(target) name __attribute__((weak, alias(#target), visibility("default")))
-
-STATS_WEAK_ALIAS(malloc_stats_fd, lfh_malloc_stats_fd);
-STATS_WEAK_ALIAS(malloc_stats_clear, lfh_malloc_stats_clear);
-STATS_WEAK_ALIAS(heap_stats, lfh_heap_stats);
-#endif
+API_EXPORTS(API_EXPORTS_STATS_REPORT)

@@ -20,7 +20,8 @@ LAYERS=(
     "tcache debug"
     "tcache_hide"                        # the cache hidden from signal handlers
     "sigwrap"
-    "api stats_report"
+    "api_internal api_exports"           # what the api files share; the export table
+    "api api_aligned api_llheap stats_report"
     "api_cxx api_cxx_catch"
 )
 

@@ -1,0 +1,198 @@
+/*
+ * api_llheap: llheap's extensions of the malloc family: the array forms (aalloc,
+ * amemalign, cmemalign), resize and its forms, aligned_realloc, the POSIX-style forms
+ * (posix_realloc, ...), the queries of a block's sticky properties (malloc_size,
+ * malloc_alignment, malloc_zero_fill) and of the heap (malloc_remote, malloc_mmap_start,
+ * malloc_extend). They go through api.c's paths (api_internal.h), so a block of any
+ * family answers to all of them.
+ */
+#include "lfheap.h"
+
+#include "api_exports.h"
+#include "api_internal.h"
+#include "arena.h"
+#include "tcache.h"
+
+LFH_EXPORT void *lfh_aalloc(size_t dim, size_t elem_size)
+{
+    size_t bytes = array_bytes(dim, elem_size);
+    if (bytes == SIZE_MAX)
+        return counted(LFH_STATS_AALLOC, SIZE_MAX, fail_nomem());
+    struct heap_props props = props_for(bytes, API_MIN_ALIGN, false);
+    return counted(LFH_STATS_AALLOC, bytes, api_alloc_tracked(&props, false));
+}
+
+static void *alloc_aligned_array(enum lfh_stats_routine routine, size_t align, size_t dim,
+                                 size_t elem_size, bool zero_fill)
+{
+    size_t bytes = array_bytes(dim, elem_size);
+    if (!is_power_of_two(align)) {
+        errno = EINVAL;
+        return counted(routine, bytes, NULL);
+    }
+    if (bytes == SIZE_MAX)
+        return counted(routine, bytes, fail_nomem());
+    return counted(routine, bytes, alloc_aligned(align, bytes, zero_fill));
+}
+
+LFH_EXPORT void *lfh_amemalign(size_t alignment, size_t dim, size_t elem_size)
+{
+    return alloc_aligned_array(LFH_STATS_AMEMALIGN, alignment, dim, elem_size, false);
+}
+
+LFH_EXPORT void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size)
+{
+    return alloc_aligned_array(LFH_STATS_CMEMALIGN, alignment, dim, elem_size, true);
+}
+
+LFH_EXPORT size_t lfh_malloc_size(void *ptr)
+{
+    struct descriptor *desc = api_block_descriptor(ptr, "malloc_size");
+    return desc ? api_block_props(desc, ptr).request : 0;
+}
+
+LFH_EXPORT size_t lfh_malloc_alignment(void *ptr)
+{
+    struct descriptor *desc = api_block_descriptor(ptr, "malloc_alignment");
+    return desc ? api_block_props(desc, ptr).align : 0;
+}
+
+LFH_EXPORT bool lfh_malloc_zero_fill(void *ptr)
+{
+    struct descriptor *desc = api_block_descriptor(ptr, "malloc_zero_fill");
+    return desc ? api_block_props(desc, ptr).zero_fill : false;
+}
+
+LFH_EXPORT void *lfh_aligned_realloc(void *ptr, size_t alignment, size_t size)
+{
+    if (!is_power_of_two(alignment)) {
+        errno = EINVAL;
+        return counted(LFH_STATS_ALIGNED_REALLOC, size, NULL);
+    }
+    size_t align = alignment < API_MIN_ALIGN ? API_MIN_ALIGN : alignment;
+    return api_realloc_call(LFH_STATS_ALIGNED_REALLOC, "aligned_realloc", ptr, size, align);
+}
+
+/* llheap's resize: a block of `size` bytes aligned to `align`, with no sticky property
+ * and no promise about its contents: the old block's if it fits, else a new one (the
+ * old block is freed only once the new one exists, so failure leaves it intact). */
+static void *resize_call(enum lfh_stats_routine routine, const char *name, void *ptr, size_t size,
+                         size_t align, bool aligned_routine)
+{
+    struct heap_props props = props_for(size, align, false);
+    props.tracked = aligned_routine;
+    if (!ptr)
+        return counted(routine, size,
+                       aligned_routine ? api_alloc_tracked(&props, false) : api_malloc_block(size));
+    struct descriptor *desc = api_resize_begin(routine, name, ptr, size);
+    if (!desc)
+        return NULL;
+    size_t old_usable = usable_size(desc);
+    if (size > PTRDIFF_MAX)
+        return counted_resize(routine, size, old_usable, fail_nomem());
+    bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;
+    if (recorded || !aligned_routine) {
+        void *kept = api_resize_in_place(ptr, desc, size, props.align);
+        if (kept) {
+            debug_resized(desc, kept, size);
+            if (recorded)
+                heap_props_set(desc, kept, &props);
+            return counted_resize(routine, size, old_usable, kept);
+        }
+    }
+    void *fresh = aligned_routine ? api_alloc_tracked(&props, false) : api_malloc_block(size);
+    if (fresh)
+        api_free_known_block(ptr, desc);
+    return counted_resize(routine, size, old_usable, fresh);
+}
+
+LFH_EXPORT void *lfh_resize(void *ptr, size_t size)
+{
+    return resize_call(LFH_STATS_RESIZE, "resize", ptr, size, API_MIN_ALIGN, false);
+}
+
+LFH_EXPORT void *lfh_aligned_resize(void *ptr, size_t alignment, size_t size)
+{
+    if (!is_power_of_two(alignment)) {
+        errno = EINVAL;
+        return counted(LFH_STATS_ALIGNED_RESIZE, size, NULL);
+    }
+    return resize_call(LFH_STATS_ALIGNED_RESIZE, "aligned_resize", ptr, size, alignment, true);
+}
+
+LFH_EXPORT void *lfh_resizearray(void *ptr, size_t dim, size_t elem_size)
+{
+    return lfh_resize(ptr, array_bytes(dim, elem_size));
+}
+
+LFH_EXPORT void *lfh_aligned_resizearray(void *ptr, size_t alignment, size_t dim, size_t elem_size)
+{
+    return lfh_aligned_resize(ptr, alignment, array_bytes(dim, elem_size));
+}
+
+LFH_EXPORT void *lfh_aligned_reallocarray(void *ptr, size_t alignment, size_t dim, size_t elem_size)
+{
+    return lfh_aligned_realloc(ptr, alignment, array_bytes(dim, elem_size));
+}
+
+/* llheap's POSIX-style forms: the result goes to *ptrp and the error number is the
+ * return value, so that `posix_realloc(&p, n)` cannot lose p when it fails. On failure
+ * *ptrp and errno keep their values. `aligned`: aligned_realloc, else realloc. */
+static int posix_realloc_call(void **ptrp, bool aligned, size_t alignment, size_t size)
+{
+    if (!ptrp)
+        return EINVAL;
+    int saved_errno = errno;
+    void *fresh = aligned ? lfh_aligned_realloc(*ptrp, alignment, size)
+                          : api_realloc_call(LFH_STATS_REALLOC, "realloc", *ptrp, size, 0);
+    /* realloc returns NULL for a size of 0 only after freeing the block (or ignoring a
+     * pointer it never handed out, as free does). */
+    if (fresh == NULL && size != 0) {
+        int error = errno;
+        errno = saved_errno;
+        return error;
+    }
+    *ptrp = fresh;
+    return 0;
+}
+
+LFH_EXPORT int lfh_posix_realloc(void **ptrp, size_t size)
+{
+    return posix_realloc_call(ptrp, false, 0, size);
+}
+
+LFH_EXPORT int lfh_posix_reallocarray(void **ptrp, size_t dim, size_t elem_size)
+{
+    return posix_realloc_call(ptrp, false, 0, array_bytes(dim, elem_size));
+}
+
+LFH_EXPORT int lfh_posix_aligned_realloc(void **ptrp, size_t alignment, size_t size)
+{
+    return posix_realloc_call(ptrp, true, alignment, size);
+}
+
+LFH_EXPORT int lfh_posix_aligned_reallocarray(void **ptrp, size_t alignment, size_t dim,
+                                              size_t elem_size)
+{
+    return posix_realloc_call(ptrp, true, alignment, array_bytes(dim, elem_size));
+}
+
+LFH_EXPORT bool lfh_malloc_remote(void *ptr)
+{
+    struct descriptor *desc = api_block_descriptor(ptr, "malloc_remote");
+    return desc && desc->class_index != HEAP_CLASS_LARGE && !tcache_owns(desc);
+}
+
+LFH_EXPORT size_t lfh_malloc_mmap_start(void)
+{
+    return ARENA_MAX_CHUNK;
+}
+
+LFH_EXPORT size_t lfh_malloc_extend(void)
+{
+    return ARENA_SIZE;
+}
+
+/* ---- llheap's names --------------------------------------------------------------- */
+
+API_EXPORTS(API_EXPORTS_LLHEAP)
