@@ -45,7 +45,8 @@ static struct {
     long producers, consumers, n, round, repeat, sample_us;
     struct pair *pairs;
     struct sample *samples;
-    long nsamples, max_samples;
+    atomic_long nsamples; /* the sampler and the producers take samples */
+    long max_samples;
     atomic_bool done;
     double t0;
 } cfg;
@@ -73,9 +74,18 @@ static size_t requested_now(void)
 
 static void take_sample(void)
 {
-    if (cfg.nsamples < cfg.max_samples)
-        cfg.samples[cfg.nsamples++] = (struct sample){
+    /* relaxed: the slot is this thread's; the samples are read after every thread joined */
+    long i = atomic_fetch_add_explicit(&cfg.nsamples, 1, memory_order_relaxed);
+    if (i < cfg.max_samples)
+        cfg.samples[i] = (struct sample){
             .seconds = bench_now() - cfg.t0, .rss = bench_rss(), .requested = requested_now()};
+}
+
+/* Samples stored (read once every thread has joined). */
+static long samples_taken(void)
+{
+    long n = atomic_load_explicit(&cfg.nsamples, memory_order_relaxed);
+    return n < cfg.max_samples ? n : cfg.max_samples;
 }
 
 static void *sampler_main(void *arg)
@@ -135,6 +145,11 @@ static void producer(int tid, void *arg)
                 p->blocks[i] = b;
                 allocated += p->sizes[i];
                 atomic_store_explicit(&p->bytes_allocated, allocated, memory_order_relaxed);
+                /* One sample per cycle while this cycle's first `round` objects are all
+                 * live (the consumer waits for the store below to free any of them): the
+                 * peak is never empty, however the sampler thread is scheduled. */
+                if (c == 0 && i + 1 == (cfg.round < cfg.n ? cfg.round : cfg.n))
+                    take_sample();
                 atomic_store_explicit(&p->produced, g + 1, memory_order_release);
             }
         }
@@ -153,7 +168,7 @@ static void write_series(const char *path)
     int len = snprintf(line, sizeof line, "# seconds\trss_bytes\trequested_bytes\n");
     if (write(fd, line, (size_t)len) != len)
         bench_fail("write to %s failed", path);
-    for (long i = 0; i < cfg.nsamples; i++) {
+    for (long i = 0; i < samples_taken(); i++) {
         const struct sample *s = &cfg.samples[i];
         len = snprintf(line, sizeof line, "%.6f\t%zu\t%zu\n", s->seconds, s->rss, s->requested);
         if (write(fd, line, (size_t)len) != len)
@@ -216,7 +231,7 @@ int main(int argc, char **argv)
     take_sample(); /* the final state, everything freed */
 
     size_t peak_rss = 0, peak_req = 0, allocated = 0, freed = 0;
-    for (long i = 0; i < cfg.nsamples; i++) {
+    for (long i = 0; i < samples_taken(); i++) {
         if (cfg.samples[i].rss > peak_rss)
             peak_rss = cfg.samples[i].rss;
         if (cfg.samples[i].requested > peak_req)
@@ -233,14 +248,14 @@ int main(int argc, char **argv)
     if (series)
         write_series(series);
     const double mib = 1024.0 * 1024.0;
-    size_t final_rss = cfg.samples[cfg.nsamples - 1].rss;
+    size_t final_rss = cfg.samples[samples_taken() - 1].rss;
     bench_result((int)threads,
                  "consumers=%ld n=%ld round=%ld repeat=%ld min=%ld max=%ld step=%ld "
                  "seconds=%.9f base_rss_mib=%.2f peak_rss_mib=%.2f final_rss_mib=%.2f "
                  "peak_requested_mib=%.2f samples=%ld",
                  consumers, n, round, repeat, min, max, step, secs, (double)base_rss / mib,
                  (double)peak_rss / mib, (double)final_rss / mib, (double)peak_req / mib,
-                 cfg.nsamples);
+                 samples_taken());
     bench_unmap(cfg.samples, sbytes);
     bench_unmap(cfg.pairs, pbytes);
     return 0;
