@@ -1,4 +1,4 @@
-# The buddy back-end (src/buddy.c): its tests and its benchmark.
+# The buddy back-end (src/buddy.c, buddy_flat.c, buddy_packed.c): its tests and its benchmark.
 #   build/t{,-tsan,-asan}/test_buddy, build/t{,-tsan}/test_buddy_chaos
 #                                                  run by tests/suites/buddy.sh
 #   build/bench/backend                            `make bench-backend`
@@ -15,13 +15,16 @@ $(BUILD)/bench/backend: bench/backend.c bench/spinbuddy.c bench/spinbuddy.h \
 bench-backend: $(BUILD)/bench/backend
 	bash bench/backend.sh
 
-# The chaos test compiles src/buddy.c and tests/test_buddy.c into itself.
+# The buddy's sources, which the chaos test and the schedule explorer compile into themselves.
+BUDDY_SRC := src/buddy.c src/buddy_flat.c src/buddy_packed.c src/buddy.h src/buddy_impl.h \
+             include/lfheap_buddy.h
+
+# The chaos test compiles the buddy and tests/test_buddy.c into itself.
 TEST_BINS += $(BUILD)/t/test_buddy_chaos $(BUILD)/t-tsan/test_buddy_chaos
-$(BUILD)/t/test_buddy_chaos $(BUILD)/t-tsan/test_buddy_chaos: tests/test_buddy.c src/buddy.c \
-                                                              src/buddy.h include/lfheap_buddy.h
+$(BUILD)/t/test_buddy_chaos $(BUILD)/t-tsan/test_buddy_chaos: tests/test_buddy.c $(BUDDY_SRC)
 $(BUILD)/t/test_buddy $(BUILD)/t-tsan/test_buddy $(BUILD)/t-asan/test_buddy: src/buddy.h \
     include/lfheap_buddy.h
 
-# The schedule explorer compiles src/buddy.c into itself (coroutines: plain build only).
+# The schedule explorer compiles the buddy into itself (coroutines: plain build only).
 TEST_BINS += $(BUILD)/t/test_buddy_sched
-$(BUILD)/t/test_buddy_sched: src/buddy.c src/buddy.h include/lfheap_buddy.h
+$(BUILD)/t/test_buddy_sched: $(BUDDY_SRC)

@@ -12,122 +12,29 @@
  * coalescing, stopping early where the buddy stays allocated, clears the node, and
  * climbs again clearing the bits it marked, so that buddies merge without any lock.
  *
- * Two layouts, chosen per instance. 1-level: one 32-bit word per node, the five status
- * bits and a version (below), the algorithms line by line. Packed (§3.6.2): levels are
- * grouped four at a time into "bunches"; a bunch (a node and its descendants three
- * levels down) is one 64-bit word holding only the five bits of each of its eight
- * bottom nodes ("slots"), and a version in its top 24 bits. The state of an inner node
- * of a bunch is derived from its slots: occupied-on-a-side = any occupancy bit in that
- * side's slots, coalescing = any coalescing bit there, and a node is allocated by setting
- * all its slots to BUSY. One RMW then updates four levels; the climbs step from a bunch
- * root to the slot above it, a bottom node of the next bunch up.
+ * Two layouts, chosen per instance (BUDDY_PACKED): the 1-level tree of one word per
+ * node (buddy_flat.c) and the packed bunches of §3.6.2 (buddy_packed.c), each with its
+ * TRYALLOC, FREENODE and UNMARK (Alg. 3-5). This file holds what they share: creation,
+ * the per-thread hints, index[], NBALLOC and NBFREE (Alg. 2 and lines F1-F4 of Alg. 4)
+ * and the dispatch to the instance's layout; src/buddy_impl.h holds the status bits,
+ * the tree's invariants and the two races of the release path.
  *
  * Relies on: os_map/os_unmap for the metadata (and the region when it reserves one);
  * C11 atomics with CAS on 32- and 64-bit words (lock-free on x86-64 and aarch64).
  *
- * Invariants.
- * - A node is a live chunk iff its OCC bit is set and index[] holds its level at its
- *   first leaf; every ancestor up to base_level then has the occupancy bit of its side.
- * - A coalescing bit is only ever set on a side whose occupancy bit is set (F12 checks
- *   it in the same CAS), never on a node still taken by an allocation, with one window
- *   in the packed layout: a release marks its own slots coalescing (F9) before F20
- *   clears them, and an UNMARK from a bunch below that began before the node was taken
- *   may clear a side bit of such a slot in between; its OCC bit is never touched, and
- *   F20 clears the slot right after. So a node's status bits read 0 iff no allocation or
- *   release involves its subtree, and IS_FREE(v) is "status bits 0".
- * - The version of a node (of a bunch word) changes with every allocation that marks it
- *   from below (T15), and only counts up.
- * - Every retry loop retries only after a CAS failed, that is after another thread
- *   changed the same word: lock-free (NBBS §4.1). The outer retry of an allocation
- *   (A15) happens only after a release completed.
- * - Memory order: every RMW that takes or gives back a node is acq_rel, and the release
- *   write of a node (F20) is a release store, so the previous owner's accesses to a chunk
- *   happen before the next owner's (NBBS §3.5 asks for barriers at A10 and F20,
- *   which on weakly ordered machines must be release/acquire).
- *   Plain loads of nodes are relaxed where a CAS re-validates the value they return;
- *   UNMARK's loads are acquire (the child must be read after the node).
- *
- * Deviations from the printed listings (slips in the paper, see docs/BUDDY.md):
- * A6 scans level `level`, nodes 2^level .. 2^(level+1)-1 (the listing says level-1);
- * after the skip at A13-A14 the loop does not add one more; F9 ORs the coalescing bit
- * of the child's side (the listing says MARK, the occupancy bit, which would make UNMARK
- * never coalesce); index[] keeps 1 + the level of the chunk (one byte) instead of the
- * node index, from which the node is recomputed in O(1).
- *
- * Two races in the paper's release path, found with tests/test_buddy_sched.c in both
- * layouts (docs/BUDDY.md tells them step by step), and what this file does instead:
- * - A failed TRYALLOC undoes its marks with FREENODE bounded by the last node it marked
- *   (T11). A buddy's release may have stopped its first climb at F15 because of those
- *   very marks (buddy occupied, not coalescing), counting on the buddy's release to
- *   carry the coalescing up to base_level; the bounded undo stops short, and bits stay
- *   set above for good. Here the undo climbs like a release, to base_level, and F9-F14
- *   mark a node only if it is not taken and our side is still occupied, stopping the
- *   climb otherwise: the undo stops below the taken node that failed it.
- * - An UNMARK that stalls between two levels resumes with a stale view of the child it
- *   cleared: an allocation may have entered the child since and marked this node (T13
- *   clears the coalescing bit), and a release from the child may have set the bit
- *   again (ABA). The UNMARK then clears the side (U11): if the allocation is still
- *   live, the side reads free and its memory can be handed out a second time; if it is
- *   being released, that release finds its bit gone and stops at U9, leaving the bits
- *   it marked above. Here UNMARK reads the child after the node and stops if it is
- *   occupied, and T15 gives the node a new version, so the CAS fails if an allocation
- *   marked the node between the two reads.
+ * Deviations from the printed listings (slips in the paper, see docs/BUDDY.md; F9's in
+ * src/buddy_impl.h): A6 scans level `level`, nodes 2^level .. 2^(level+1)-1 (the listing
+ * says level-1); after the skip at A13-A14 the loop does not add one more; index[] keeps
+ * 1 + the level of the chunk (one byte) instead of the node index, from which the node is
+ * recomputed in O(1).
  */
-#include "buddy.h"
+#include "buddy_impl.h"
 
 #include <errno.h>
 
 #include "invariant.h"
 #include "lfheap_buddy.h"
 #include "os.h"
-#include "park.h"
-
-/* A point between two steps of an algorithm where another thread may run. Nothing in
- * the library; tests/test_buddy_chaos.c compiles this file with a random yield here, so
- * that the steps of concurrent operations interleave even on one CPU. */
-#ifndef BUDDY_CHAOS
-#define BUDDY_CHAOS() ((void)0)
-#endif
-
-/* NBBS Table 1. */
-#define OCC_RIGHT  0x01u
-#define OCC_LEFT   0x02u
-#define COAL_RIGHT 0x04u
-#define COAL_LEFT  0x08u
-#define OCC        0x10u
-#define BUSY       (OCC | OCC_LEFT | OCC_RIGHT)
-#define COAL_BOTH  (COAL_LEFT | COAL_RIGHT)
-
-/* Packed layout: slot i of a bunch word holds its five bits at bit 5i. SLOT_REP has bit
- * 5i set for the eight slots, so (v * SLOT_REP) repeats a 5-bit value in every slot. */
-#define SLOT_BITS 5u
-#define SLOT_MASK 0x1fu
-#define SLOT_REP  ((uint64_t)0x0842108421)
-#define BUSY_REP  ((uint64_t)BUSY * SLOT_REP)
-#define OCC_REP   ((uint64_t)OCC * SLOT_REP)
-#define COAL_REP  ((uint64_t)COAL_BOTH * SLOT_REP)
-/* Bits 40-63 of a bunch word: its version, incremented by every allocation that marks
- * one of its slots from below (T15); see UNMARK. */
-#define WORD_VERSION1 ((uint64_t)1 << (8 * SLOT_BITS))
-
-/* Alg. 1, on the 5-bit value of a node (or slot) and the index of the child we come from:
- * the left child is even, the right child odd, and "LEFT >> 1" is the matching RIGHT. */
-static inline unsigned side_occ(uint64_t child)
-{
-    return OCC_LEFT >> (child & 1);
-}
-static inline unsigned side_coal(uint64_t child)
-{
-    return COAL_LEFT >> (child & 1);
-}
-static inline bool is_occ_buddy(unsigned val, uint64_t child)
-{
-    return val & (OCC_RIGHT << (child & 1));
-}
-static inline bool is_coal_buddy(unsigned val, uint64_t child)
-{
-    return val & (COAL_RIGHT << (child & 1));
-}
 
 static inline unsigned node_level(uint64_t n)
 {
@@ -179,383 +86,7 @@ static uint32_t *hints_for(const struct buddy *b)
 }
 
 /* ---------------------------------------------------------------------------------- */
-/* 1-level layout: NBBS Alg. 3-5 on one 32-bit word per node: the five status bits, and
- * above them a version that every allocation marking the node (T15) increments. */
-
-#define NODE_STATUS   SLOT_MASK
-#define NODE_VERSION1 (1u << SLOT_BITS)
-
-static void flat_freenode(struct buddy *b, uint64_t n, unsigned level);
-
-static inline bool flat_is_free(const struct buddy *b, uint64_t n)
-{
-    /* relaxed: a hint for the scan (A7); TRYALLOC's CAS re-checks the value. */
-    return !(atomic_load_explicit(&b->tree[n], memory_order_relaxed) & NODE_STATUS);
-}
-
-/* TRYALLOC (Alg. 3): 0 on success, else the node that made it fail. */
-static uint64_t flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
-{
-    /* T2 as a CAS loop that keeps the version. relaxed load: the CAS validates it. */
-    uint32_t val = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
-    do {
-        if (val & NODE_STATUS)
-            return n;
-        /* acq_rel: acquire pairs with the previous owner's release of this node (F20) or
-         * of an ancestor (U11), so its accesses to the chunk happen before ours; release
-         * publishes the occupancy to the allocations that will test it. A failure means
-         * another thread changed the node: retry with its value (lock-free). */
-    } while (!atomic_compare_exchange_weak_explicit(&b->tree[n], &val, val | BUSY,
-                                                    memory_order_acq_rel, memory_order_relaxed));
-    uint64_t current = n;
-    for (unsigned l = level; l > b->base_level; l--) { /* T5: l is the level of child */
-        uint64_t child = current;
-        current >>= 1;
-        BUDDY_CHAOS();
-        /* T9. relaxed: the CAS below validates it. */
-        val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
-        uint32_t new_val;
-        do {
-            if (val & OCC) {                /* T10-T12: an ancestor is taken; undo our marks. */
-                flat_freenode(b, n, level); /* T11 without upper bound: see FREENODE */
-                return current;
-            }
-            /* T13-T14, and a new version: see UNMARK. */
-            new_val = ((val & ~side_coal(child)) | side_occ(child)) + NODE_VERSION1;
-            BUDDY_CHAOS();
-            /* T15. acq_rel: acquire orders us after the release that last cleared this
-             * ancestor (U11) when we end up taking memory it merged; release publishes
-             * our side's occupancy (and our mark of the child below, which UNMARK reads
-             * after this node). A failure means another thread changed this node:
-             * retry with its value (lock-free). */
-        } while (!atomic_compare_exchange_weak_explicit(
-            &b->tree[current], &val, new_val, memory_order_acq_rel, memory_order_relaxed));
-    }
-    return 0; /* T16 */
-}
-
-/* UNMARK (Alg. 5): from parent(n) up, clears our side's occupancy and coalescing bits
- * while the buddy side is empty. Returns where an allocation has taken the side since:
- * the side is no longer coalescing (U8-U9), or the child we come from is occupied again
- * (see the top of the file for why the child is read and the version kept). */
-static void flat_unmark(struct buddy *b, uint64_t n, unsigned level)
-{
-    uint64_t current = n, child;
-    uint32_t new_val;
-    do {
-        level--;         /* current's level after the step */
-        child = current; /* U4-U5 */
-        current >>= 1;
-        BUDDY_CHAOS();
-        /* U7. acquire: if T15 of an allocation below wrote this value (or a value after
-         * it), that allocation's mark of the child is visible to the read of the child
-         * below. The CAS validates the value. */
-        uint32_t val = atomic_load_explicit(&b->tree[current], memory_order_acquire);
-        for (;;) {
-            if (!(val & side_coal(child))) /* U8-U9: an allocation took this side */
-                return;
-            BUDDY_CHAOS();
-            /* U8 for the child: read after this node, so an allocation that has entered
-             * the child either shows here or marks this node later, which changes its
-             * version and fails the CAS. acquire: see U7. */
-            if (atomic_load_explicit(&b->tree[child], memory_order_acquire) & NODE_STATUS)
-                return;
-            new_val = val & ~(side_occ(child) | side_coal(child)); /* U10 */
-            BUDDY_CHAOS();
-            /* U11. acq_rel: release makes the chunks merged here (and their previous
-             * owners' accesses, acquired through F20 and lower U11s) visible to the
-             * allocation that takes this node; failure means another thread changed the
-             * node: retry (lock-free) with the value it returns, read with acquire as
-             * at U7 since the child is read again after it. */
-            if (atomic_compare_exchange_weak_explicit(&b->tree[current], &val, new_val,
-                                                      memory_order_acq_rel, memory_order_acquire))
-                break;
-        }
-    } while (level > b->base_level && !is_occ_buddy(new_val, child)); /* U12-U13 */
-}
-
-/* FREENODE (Alg. 4): releases node n, from NBFREE or from a failed TRYALLOC. Both climb
- * to base_level: the undo of a failed allocation is the release its buddies count on
- * (see the top of the file). F9-F14 set our side's coalescing bit only where the side is
- * still occupied and the node is not allocated, and stop the climb otherwise: so a
- * coalescing bit always sits next to its side's occupancy bit (never in a free node or
- * an allocated one), and an undo never climbs past the taken node that failed it. */
-static void flat_freenode(struct buddy *b, uint64_t n, unsigned level)
-{
-    uint64_t current = n >> 1, child = n;              /* F6-F7 */
-    for (unsigned l = level; l > b->base_level; l--) { /* F8: l is child's level */
-        BUDDY_CHAOS();
-        /* F11. relaxed: the CAS validates it; if we stop on it, we write nothing. */
-        uint32_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
-        bool marked;
-        do {
-            marked = !(val & OCC) && (val & side_occ(child));
-            if (!marked)
-                break;
-            /* F12-F14. acq_rel: acquire sees the buddy's bits as of now for F15; release
-             * orders our accesses to the chunk before the coalescing mark that lets the
-             * buddy's release climb past this node and free the parent. A failure means
-             * another thread changed the node: retry with its value (lock-free). */
-        } while (
-            !atomic_compare_exchange_weak_explicit(&b->tree[current], &val, val | side_coal(child),
-                                                   memory_order_acq_rel, memory_order_relaxed));
-        if (!marked || (is_occ_buddy(val, child) && !is_coal_buddy(val, child))) /* F15-F17 */
-            break;
-        child = current; /* F18-F19 */
-        current >>= 1;
-    }
-    BUDDY_CHAOS();
-    /* F20, keeping the version. While n is taken nobody else writes it (T2, T15, F12 and
-     * U11 all refuse an OCC node), so a load and a store suffice. The store is a release:
-     * it pairs with the acquire of the next T2 on n, so our accesses to the chunk happen
-     * before the next owner's; the load is relaxed (our own node). */
-    uint32_t taken = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
-    /* A node released (by NBFREE or by an undone TRYALLOC) is one this thread took, and
-     * it read the node atomically, with nobody else writing it (above). */
-    LFH_INVARIANT("buddy released node was taken", (taken & NODE_STATUS) == BUSY);
-    uint32_t version = taken & ~NODE_STATUS;
-    atomic_store_explicit(&b->tree[n], version, memory_order_release);
-    if (level != b->base_level) { /* F21-F22 */
-        BUDDY_CHAOS();
-        flat_unmark(b, n, level);
-    }
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* Packed layout (§3.6.2). A node is located by its bunch word and the range of slots
- * under it: bunch k has its root at level base_level + 4k and its slots at level
- * min(root + 3, depth). */
-
-struct position {
-    _Atomic uint64_t *word;
-    uint64_t mask;       /* the bits of the node's slots in the word */
-    unsigned shift;      /* bit of its first slot */
-    unsigned count;      /* number of its slots */
-    unsigned root_level; /* level of the bunch root */
-    uint64_t root;       /* the bunch root (node index) */
-};
-
-static inline void packed_locate(const struct buddy *b, uint64_t n, unsigned level,
-                                 struct position *pos)
-{
-    unsigned k = (level - b->base_level) >> 2;
-    unsigned root_level = b->base_level + 4 * k;
-    unsigned bottom = root_level + 3 < b->depth ? root_level + 3 : b->depth;
-    uint64_t root = n >> (level - root_level);
-    uint64_t first = (n << (bottom - level)) - (root << (bottom - root_level));
-    unsigned count = 1u << (bottom - level);
-    pos->word = &b->words[b->bunch_offset[k] + (root - ((uint64_t)1 << root_level))];
-    pos->shift = (unsigned)first * SLOT_BITS;
-    pos->count = count;
-    pos->mask = (((uint64_t)1 << (count * SLOT_BITS)) - 1) << pos->shift;
-    pos->root_level = root_level;
-    pos->root = root;
-}
-
-/* The slot above bunch root `child` (at child_level > base_level): the parent of child,
- * a bottom node of the bunch four levels up, whose slots are always all at its level. */
-static inline void packed_locate_parent(const struct buddy *b, uint64_t child, unsigned child_level,
-                                        struct position *up)
-{
-    unsigned k = (child_level - b->base_level) >> 2;
-    uint64_t root = child >> 4;
-    up->word = &b->words[b->bunch_offset[k - 1] + (root - ((uint64_t)1 << (child_level - 4)))];
-    up->shift = (unsigned)((child >> 1) & 7) * SLOT_BITS;
-    up->count = 1;
-    up->mask = (uint64_t)SLOT_MASK << up->shift;
-    up->root_level = child_level - 4;
-    up->root = root;
-}
-
-static inline bool packed_is_free(const struct buddy *b, uint64_t n, unsigned level)
-{
-    struct position pos;
-    packed_locate(b, n, level, &pos);
-    /* relaxed: a hint for the scan (A7); TRYALLOC's CAS re-checks the value. */
-    return (atomic_load_explicit(pos.word, memory_order_relaxed) & pos.mask) == 0;
-}
-
-/* The derived F15 test for the inner levels of a bunch: walking from node m (at `level`,
- * its slots at pos) up to the bunch root, is some buddy on the way allocated and not
- * coalescing? Then a release below m cannot merge past the root (its climb stops early).
- * The buddy's slots are the run of the same length just after (m left) or before (m
- * right) m's own; the parent's slots are both runs. */
-static bool packed_buddy_blocks(uint64_t word, uint64_t m, unsigned level,
-                                const struct position *pos)
-{
-    uint64_t mask = pos->mask;
-    unsigned width = pos->count * SLOT_BITS;
-    for (; level > pos->root_level; m >>= 1, level--, width *= 2) {
-        uint64_t buddy = (m & 1) ? mask >> width : mask << width;
-        uint64_t bits = word & buddy;
-        if ((bits & BUSY_REP) && !(bits & COAL_REP))
-            return true;
-        mask |= buddy;
-    }
-    return false;
-}
-
-static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level,
-                          _Atomic uint64_t *child_word);
-
-/* FREENODE (Alg. 4) on the packed tree: n at `level`, from NBFREE or from a failed
- * TRYALLOC; both climb to base_level, with the same guarded F9-F14 as the 1-level tree. */
-static void packed_freenode(struct buddy *b, uint64_t n, unsigned level)
-{
-    struct position pos;
-    packed_locate(b, n, level, &pos);
-    if (pos.root_level > b->base_level) {
-        /* F9-F13 for the inner levels: mark our own slots coalescing, so that the derived
-         * parent of n reads "coalescing on n's side" to a release of its buddy.
-         * acq_rel: acquire sees the other slots' bits for the test below; release orders
-         * our accesses to the chunk before the mark. */
-        uint64_t coal = COAL_REP & pos.mask;
-        BUDDY_CHAOS();
-        uint64_t word = atomic_fetch_or_explicit(pos.word, coal, memory_order_acq_rel) | coal;
-        if (!packed_buddy_blocks(word, n, level, &pos)) { /* F15 inside */
-            uint64_t child = pos.root;
-            unsigned child_level = pos.root_level;
-            while (child_level > b->base_level) { /* F8 */
-                struct position up;
-                packed_locate_parent(b, child, child_level, &up);
-                uint64_t bit = (uint64_t)side_coal(child) << up.shift;
-                uint64_t taken = (uint64_t)OCC << up.shift;
-                uint64_t side = (uint64_t)side_occ(child) << up.shift;
-                BUDDY_CHAOS();
-                LFH_PARK(BUDDY_FREE_CLIMB);
-                /* F11. relaxed: the CAS validates it; if we stop on it, we write nothing. */
-                uint64_t old = atomic_load_explicit(up.word, memory_order_relaxed);
-                bool marked;
-                do {
-                    marked = !(old & taken) && (old & side);
-                    if (!marked)
-                        break;
-                    /* F12-F14: acq_rel and lock-free as in the 1-level tree. */
-                } while (!atomic_compare_exchange_weak_explicit(
-                    up.word, &old, old | bit, memory_order_acq_rel, memory_order_relaxed));
-                if (!marked)
-                    break;
-                unsigned val = (unsigned)(old >> up.shift) & SLOT_MASK;
-                if (is_occ_buddy(val, child) && !is_coal_buddy(val, child)) /* F15-F17 */
-                    break;
-                if (packed_buddy_blocks(old | bit, child >> 1, child_level - 1, &up))
-                    break;
-                child = up.root; /* F18-F19 */
-                child_level = up.root_level;
-            }
-        }
-    }
-    BUDDY_CHAOS();
-    LFH_PARK(BUDDY_FREE_MARKED);
-    /* F20 as a fetch-and: the word is shared with the other nodes of the bunch.
-     * acq_rel: release pairs with the acquire of the next T2 on these slots (our accesses
-     * to the chunk happen before the next owner's); acquire lets the release whose
-     * fetch-and empties the bunch carry every earlier release's marks to UNMARK. */
-    uint64_t word = atomic_fetch_and_explicit(pos.word, ~pos.mask, memory_order_acq_rel);
-    /* Our slots, which we took, still read OCC in the word this fetch-and returned. Only
-     * OCC: once F9 above has marked them coalescing, an UNMARK from a bunch below that
-     * started before we took them may clear the side bits of one (its U8 sees the
-     * coalescing bit and a free child bunch), never OCC. */
-    LFH_INVARIANT("buddy released node was taken",
-                  (word & pos.mask & OCC_REP) == (OCC_REP & pos.mask));
-    word &= ~pos.mask;
-    /* F21-F22, with U12-U13 for the inner levels: climb out of the bunch only if it has
-     * become entirely free. */
-    if (pos.root_level > b->base_level && !(word & BUSY_REP)) {
-        BUDDY_CHAOS();
-        packed_unmark(b, pos.root, pos.root_level, pos.word);
-    }
-}
-
-/* UNMARK (Alg. 5) on the packed tree, from the slot above bunch root `child`, whose
- * bunch word is `child_word`; U8-U9 as in the 1-level tree (the child read is its whole
- * bunch, and the version is the parent word's). */
-static void packed_unmark(struct buddy *b, uint64_t child, unsigned child_level,
-                          _Atomic uint64_t *child_word)
-{
-    for (;;) {
-        struct position up;
-        packed_locate_parent(b, child, child_level, &up);
-        uint64_t coal = (uint64_t)side_coal(child) << up.shift;
-        uint64_t side = (uint64_t)side_occ(child) << up.shift;
-        BUDDY_CHAOS();
-        /* U7. acquire, as in the 1-level tree: for the read of the child's bunch. */
-        uint64_t word = atomic_load_explicit(up.word, memory_order_acquire);
-        uint64_t new_word;
-        for (;;) {
-            if (!(word & coal)) /* U8-U9 */
-                return;
-            BUDDY_CHAOS();
-            /* U8 for the child's bunch, read after the parent word: as in the 1-level
-             * tree. acquire: see U7. */
-            if (atomic_load_explicit(child_word, memory_order_acquire) & BUSY_REP)
-                return;
-            new_word = word & ~(coal | side); /* U10 */
-            BUDDY_CHAOS();
-            LFH_PARK(BUDDY_UNMARK);
-            /* U11. acq_rel, as in the 1-level tree: release hands the merged memory to
-             * the allocation that takes it; a failure means another thread changed the
-             * bunch: retry (lock-free), with acquire as in the 1-level tree. */
-            if (atomic_compare_exchange_weak_explicit(up.word, &word, new_word,
-                                                      memory_order_acq_rel, memory_order_acquire))
-                break;
-        }
-        child = up.root;
-        child_level = up.root_level;
-        child_word = up.word;
-        if (child_level <= b->base_level || (new_word & BUSY_REP)) /* U12-U13 for the bunch */
-            return;
-    }
-}
-
-/* TRYALLOC (Alg. 3) on the packed tree: 0 on success, else the node that made it fail. */
-static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
-{
-    struct position pos;
-    packed_locate(b, n, level, &pos);
-    /* T2 on all the slots under n (an allocated ancestor inside the bunch has set them
-     * BUSY, so this also rejects those). relaxed load: the CAS validates it. */
-    uint64_t word = atomic_load_explicit(pos.word, memory_order_relaxed);
-    do {
-        if (word & pos.mask)
-            return n;
-        BUDDY_CHAOS();
-        /* acq_rel: as T2 in the 1-level tree. A failure here means another node of the
-         * bunch changed: retry (lock-free). */
-    } while (!atomic_compare_exchange_weak_explicit(pos.word, &word, word | (BUSY_REP & pos.mask),
-                                                    memory_order_acq_rel, memory_order_relaxed));
-    uint64_t child = pos.root;
-    unsigned child_level = pos.root_level;
-    while (child_level > b->base_level) { /* T5 */
-        struct position up;
-        uint64_t current = child >> 1;
-        packed_locate_parent(b, child, child_level, &up);
-        uint64_t occ = (uint64_t)OCC << up.shift;
-        uint64_t coal = (uint64_t)side_coal(child) << up.shift;
-        uint64_t mark = (uint64_t)side_occ(child) << up.shift;
-        BUDDY_CHAOS();
-        LFH_PARK(BUDDY_ALLOC_CLIMB);
-        /* T9. relaxed: the CAS validates it. */
-        word = atomic_load_explicit(up.word, memory_order_relaxed);
-        do {
-            if (word & occ) { /* T10-T12; an allocated ancestor in the bunch sets it too */
-                packed_freenode(b, n, level); /* T11 without upper bound */
-                return current;
-            }
-            BUDDY_CHAOS();
-            /* T13-T15 with a new version of the word. acq_rel and lock-free as in the
-             * 1-level tree. */
-        } while (!atomic_compare_exchange_weak_explicit(
-            up.word, &word, ((word & ~coal) | mark) + WORD_VERSION1, memory_order_acq_rel,
-            memory_order_relaxed));
-        child = up.root;
-        child_level = up.root_level;
-    }
-    return 0; /* T16 */
-}
-
-/* ---------------------------------------------------------------------------------- */
-/* The tree's invariants of a live chunk (the top of the file), asserted when buddy_alloc
+/* The tree's invariants of a live chunk (src/buddy_impl.h), asserted when buddy_alloc
  * hands node n out and when buddy_free takes it back: the node is taken (its status bits
  * are exactly BUSY: 1-level; every slot under it is BUSY: packed), and every ancestor up
  * to base_level has the occupancy bit of the side n lies on. Cannot fire spuriously under
@@ -567,25 +98,10 @@ static uint64_t packed_tryalloc(struct buddy *b, uint64_t n, unsigned level)
  * double free racing with itself is undefined (buddy.h). */
 static void chunk_check_live(const struct buddy *b, uint64_t n, unsigned level)
 {
-    if (!(b->flags & BUDDY_PACKED)) {
-        uint32_t val = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
-        LFH_INVARIANT("buddy live chunk's node is taken", (val & NODE_STATUS) == BUSY);
-        for (uint64_t child = n; level > b->base_level; level--, child >>= 1) {
-            val = atomic_load_explicit(&b->tree[child >> 1], memory_order_relaxed);
-            LFH_INVARIANT("buddy ancestor occupied on the chunk's side", val & side_occ(child));
-        }
-        return;
-    }
-    struct position pos;
-    packed_locate(b, n, level, &pos);
-    uint64_t word = atomic_load_explicit(pos.word, memory_order_relaxed);
-    LFH_INVARIANT("buddy live chunk's node is taken", (word & pos.mask) == (BUSY_REP & pos.mask));
-    for (uint64_t child = pos.root; pos.root_level > b->base_level; child = pos.root) {
-        packed_locate_parent(b, child, pos.root_level, &pos);
-        word = atomic_load_explicit(pos.word, memory_order_relaxed);
-        LFH_INVARIANT("buddy ancestor occupied on the chunk's side",
-                      word & ((uint64_t)side_occ(child) << pos.shift));
-    }
+    if (b->flags & BUDDY_PACKED)
+        buddy_packed_check_live(b, n, level);
+    else
+        buddy_flat_check_live(b, n, level);
 }
 
 /* ---------------------------------------------------------------------------------- */
@@ -598,7 +114,8 @@ static inline bool node_is_free(const struct buddy *b, uint64_t n, unsigned leve
 
 static inline uint64_t node_tryalloc(struct buddy *b, uint64_t n, unsigned level)
 {
-    return (b->flags & BUDDY_PACKED) ? packed_tryalloc(b, n, level) : flat_tryalloc(b, n, level);
+    return (b->flags & BUDDY_PACKED) ? buddy_packed_tryalloc(b, n, level)
+                                     : buddy_flat_tryalloc(b, n, level);
 }
 
 /* A6-A14 over nodes [lo, hi) of `level`: the node taken, or 0. */
@@ -814,9 +331,9 @@ bool buddy_free(struct buddy *b, void *p)
      * owner's A10 store to the same leaf (its T2/T15 acquire them). */
     atomic_store_explicit(&b->index[leaf], 0, memory_order_relaxed);
     if (b->flags & BUDDY_PACKED)
-        packed_freenode(b, n, level); /* F3 */
+        buddy_packed_freenode(b, n, level); /* F3 */
     else
-        flat_freenode(b, n, level); /* F3 */
+        buddy_flat_freenode(b, n, level); /* F3 */
     /* F4. release: pairs with A4/A15 so that an allocation that sees the new count also
      * sees the node released. */
     atomic_fetch_add_explicit(&b->release_count, 1, memory_order_release);

@@ -2,7 +2,7 @@
  * Helpers for the buddy tests: the tests' random numbers; whether a whole buddy tree is
  * back to its initial state (every node and every index entry zero); and the nodes that
  * are not, printed for a failure report. They read struct buddy (src/buddy.h) directly;
- * the status bits are NBBS Table 1 as src/buddy.c defines them: the low five bits of a
+ * the status bits are NBBS Table 1 as src/buddy_impl.h defines them: the low five bits of a
  * 1-level node, five bits per slot in the low 40 bits of a packed bunch word. The bits
  * above are versions, which stay.
  */

@@ -2,7 +2,9 @@
 # The include direction of src/ (run by `make lint`): every `#include "..."` in src/ must
 # name a file of a lower layer than the including file's, or the file's own header. The
 # layers, bottom first, one line each; files on one line are siblings and may not include
-# each other. docs/ARCHITECTURE.md ("Layers") draws the same stack.
+# each other, except the files of one component, written joined by "+": they are one
+# layer split over several files and may include each other's headers.
+# docs/ARCHITECTURE.md ("Layers") draws the same stack.
 #   bash tests/layers.sh [SRCDIR]   exits 1 and names every include that goes up
 set -euo pipefail
 
@@ -13,7 +15,7 @@ LAYERS=(
     "out sizeclass"
     "stats"                              # the counters: a leaf every layer counts into
     "os"
-    "buddy secure vgclient"
+    "buddy+buddy_impl+buddy_flat+buddy_packed secure vgclient"
     "arena heap_types"
     "pagemap"
     "heap"
@@ -26,10 +28,13 @@ LAYERS=(
 )
 
 src=${1:-src}
-declare -A level
+declare -A level component
 for i in "${!LAYERS[@]}"; do
-    for name in ${LAYERS[$i]}; do
-        level[$name]=$i
+    for group in ${LAYERS[$i]}; do
+        for name in ${group//+/ }; do
+            level[$name]=$i
+            component[$name]=$group
+        done
     done
 done
 
@@ -48,7 +53,8 @@ for file in "$src"/*.c "$src"/*.h "$src"/*.S; do
         if [ -z "${level[$name]+set}" ]; then
             echo "$file:$line: includes \"$target\", which is in no layer" >&2
             status=1
-        elif [ "$name" != "$self" ] && [ "${level[$name]}" -ge "${level[$self]}" ]; then
+        elif [ "${component[$name]}" != "${component[$self]}" ] &&
+             [ "${level[$name]}" -ge "${level[$self]}" ]; then
             echo "$file:$line: includes \"$target\" (layer ${level[$name]}) from layer ${level[$self]}: up or sideways" >&2
             status=1
         fi

@@ -1,5 +1,5 @@
 /*
- * Tests of the buddy back-end (src/buddy.c), for both tree layouts:
+ * Tests of the buddy back-end (src/buddy*.c), for both tree layouts:
  * - argument checks and the public lfh_buddy_* API;
  * - a sequential model check: thousands of random alloc/free sequences against a
  *   reference that tracks every minimum unit of the region. Every chunk must be inside

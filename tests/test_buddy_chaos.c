@@ -1,7 +1,7 @@
 /*
  * The concurrent tests of test_buddy.c with the buddy compiled into this program and a
  * random switch to another thread between the steps of its algorithms (BUDDY_CHAOS in
- * src/buddy.c). On a machine with few CPUs, threads otherwise switch only at time-slice
+ * src/buddy_impl.h). On a machine with few CPUs, threads otherwise switch only at time-slice
  * boundaries, so the interleavings inside TRYALLOC, FREENODE and UNMARK that matter
  * would be rare. Usage as test_buddy: test_buddy_chaos [scale].
  */
@@ -38,6 +38,8 @@ __attribute__((constructor)) static void chaos_no_slack(void)
 /* With the tree's invariant checks (src/invariant.h), as in the tests' library. */
 #define LFHEAP_CHECKS
 #include "../src/buddy.c"
+#include "../src/buddy_flat.c"
+#include "../src/buddy_packed.c"
 
 #define TEST_BUDDY_CHAOS
 #include "test_buddy.c"

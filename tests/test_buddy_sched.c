@@ -1,5 +1,5 @@
 /*
- * Schedule exploration for the buddy back-end (src/buddy.c). A few simulated threads
+ * Schedule exploration for the buddy back-end (src/buddy*.c). A few simulated threads
  * (coroutines on one OS thread, switched with swapcontext) allocate and free chunks of a
  * small tree; at every step boundary of the algorithms (BUDDY_CHAOS, compiled into this
  * program as a switch point) a seeded random scheduler decides which thread goes on. So
@@ -28,6 +28,8 @@ static void sched_point(void);
 /* With the tree's invariant checks (src/invariant.h), as in the tests' library. */
 #define LFHEAP_CHECKS
 #include "../src/buddy.c"
+#include "../src/buddy_flat.c"
+#include "../src/buddy_packed.c"
 
 #include "buddytest.h"
 #include "testutil.h"
