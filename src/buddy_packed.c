@@ -17,8 +17,8 @@
 #include "invariant.h"
 #include "park.h"
 
-/* Packed layout: slot i of a bunch word holds its five bits at bit 5i. SLOT_REP has bit
- * 5i set for the eight slots, so (v * SLOT_REP) repeats a 5-bit value in every slot. */
+/* SLOT_REP has bit 5i set for the eight slots of a bunch word (slot i at bit 5i), so
+ * (v * SLOT_REP) repeats a 5-bit value in every slot. */
 #define SLOT_REP ((uint64_t)0x0842108421)
 #define BUSY_REP ((uint64_t)BUSY * SLOT_REP)
 #define OCC_REP  ((uint64_t)OCC * SLOT_REP)
