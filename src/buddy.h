@@ -4,9 +4,9 @@
  * 2^k bytes as a complete binary tree of chunks from the region (the root) down to the
  * minimum chunk (the leaves). Allocation and release run NBBS Alg. 2-5 with CAS and
  * fetch-and-or/and only: no locks, no waiting; splitting and coalescing happen inside
- * alloc and free. The tree is either one byte per node (1-level) or the 4-level packing
- * of §3.6.2 (15 nodes of a 4-level "bunch" in one 64-bit word); per-thread free-slot
- * hints (§3.6.1) make the common search O(1).
+ * alloc and free. The tree is either one 32-bit word per node (1-level, buddy_flat.c)
+ * or the 4-level packing of §3.6.2 (15 nodes of a 4-level "bunch" in one 64-bit word,
+ * buddy_packed.c); per-thread free-slot hints (§3.6.1) make the common search O(1).
  *
  * Relies on: os (os_map/os_unmap) for the region, when the instance reserves it, and for
  * its own metadata (tree, index array), which never comes from malloc.
@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 /* Creation flags. */
-#define BUDDY_PACKED   1u /* 4-level packing (§3.6.2) instead of one byte per node */
+#define BUDDY_PACKED   1u /* 4-level packing (§3.6.2) instead of one word per node */
 #define BUDDY_NO_HINTS 2u /* no per-thread free-slot hints (for measurements) */
 #define BUDDY_SCATTER  4u /* seed each thread's hints at random nodes (§3.6.1, last note) */
 #define BUDDY_FLAGS    (BUDDY_PACKED | BUDDY_NO_HINTS | BUDDY_SCATTER)
