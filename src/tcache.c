@@ -305,8 +305,6 @@ static void *alloc_slow(unsigned cls)
     bin->bump = fill.bump;
     bin->bump_end = fill.bump_end;
     cold->bump_desc = fill.desc;
-    if (fill.bump != fill.bump_end)
-        tc->bump_bytes += fill.desc->size;
     if (fill.chain)
         return hand_out_freed(bin, cold, fill.chain, fill.chain_count - 1);
     bin_install(bin, cold, NULL, 0);
@@ -408,7 +406,6 @@ unsigned tcache_flush_cache(struct tcache *tc)
         bin->bump = bin->bump_end = NULL;
         cold->bump_desc = NULL;
     }
-    tc->bump_bytes = 0;
     flush_remote(tc);
     return cached;
 }
@@ -447,40 +444,25 @@ unsigned tcache_flush_all(void)
  * came back dirty): 2-3 MiB resident after 500 threads exited at once. */
 #define TCACHE_ORPHAN_BUMP_BYTES ((size_t)2 << 20)
 
-/* Gives back the bump ranges of a cache about to be orphaned beyond what an orphan
- * keeps: smallest classes first while their superblocks fit TCACHE_ORPHAN_BUMP_BYTES. */
-static void trim_bump_ranges(struct tcache *tc)
-{
-    size_t budget = TCACHE_ORPHAN_BUMP_BYTES;
-    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-        struct tcache_bin *bin = &tc->bins[cls];
-        struct tcache_cold *cold = &tc->cold[cls];
-        if (bin->bump == bin->bump_end)
-            continue;
-        if (cold->bump_desc->size <= budget) {
-            budget -= cold->bump_desc->size;
-            continue;
-        }
-        heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
-        bin->bump = bin->bump_end = NULL;
-        cold->bump_desc = NULL;
-    }
-    tc->bump_bytes = TCACHE_ORPHAN_BUMP_BYTES - budget;
-}
-
 /* Cuts a cache about to be orphaned down to what an orphan keeps: its lists whole,
  * smallest classes first, while they fit TCACHE_ORPHAN_BYTES, then the head of the one
  * that does not; and its bump ranges, within TCACHE_ORPHAN_BUMP_BYTES. The rest goes
  * back to the heap. */
 static void trim_for_orphan(struct tcache *tc)
 {
-    /* Most exits: the ranges installed since the last count fit, whatever became of them. */
-    if (tc->bump_bytes > TCACHE_ORPHAN_BUMP_BYTES)
-        trim_bump_ranges(tc);
-    size_t budget = TCACHE_ORPHAN_BYTES;
+    size_t budget = TCACHE_ORPHAN_BYTES, bump_budget = TCACHE_ORPHAN_BUMP_BYTES;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         struct tcache_bin *bin = &tc->bins[cls];
         struct tcache_cold *cold = &tc->cold[cls];
+        if (bin->bump != bin->bump_end) {
+            if (cold->bump_desc->size <= bump_budget) {
+                bump_budget -= cold->bump_desc->size;
+            } else {
+                heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
+                bin->bump = bin->bump_end = NULL;
+                cold->bump_desc = NULL;
+            }
+        }
         if (!bin->head && !cold->spare)
             continue; /* most classes of a short thread: nothing to trim */
         give_back_list(cold->spare);

@@ -65,10 +65,6 @@ struct tcache {
     uint64_t id;       /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
     void *remote_head; /* blocks of superblocks other threads own, to return in batches */
     uint32_t remote_count;
-    /* Bytes of superblocks whose bump ranges the cache may still hold: those counted at
-     * the last orphan trim plus those of every range installed since. At least what the
-     * ranges pin, so a trim that finds it within the orphans' bound need not look. */
-    size_t bump_bytes;
     struct tcache_cold cold[HEAP_CLASSES];
 };
 
