@@ -781,6 +781,20 @@ static char *dirty_extended(unsigned cls)
     return NULL;
 }
 
+/* A freed run of the first class from `first` to `last` that has one (its class in
+ * *cls), or NULL. */
+static char *dirty_pop_among(unsigned *cls, unsigned first, unsigned last)
+{
+    for (unsigned c = first; c <= last; c++) {
+        char *dirty = dirty_pop(c);
+        if (dirty) {
+            *cls = c;
+            return dirty;
+        }
+    }
+    return NULL;
+}
+
 /* A run of class *cls for `size` bytes, the first of: a freed run at most a quarter
  * bigger than `size`; with `extend`, a smaller freed run extended (dirty_extended); a
  * freed run of a class up to `last_dirty`, whole and as resident as it was (see
@@ -793,26 +807,16 @@ static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned 
 {
     arena_tick();
     *zeroed = false;
-    unsigned c = *cls;
-    for (; c <= last_dirty && class_size(c) - size <= size / 4; c++) {
-        char *dirty = dirty_pop(c);
-        if (dirty) {
-            *cls = c;
-            return dirty;
-        }
-    }
-    if (extend) {
-        char *dirty = dirty_extended(*cls);
-        if (dirty)
-            return dirty;
-    }
-    for (; c <= last_dirty; c++) {
-        char *dirty = dirty_pop(c);
-        if (dirty) {
-            *cls = c;
-            return dirty;
-        }
-    }
+    unsigned fit_last = *cls;
+    while (fit_last < last_dirty && class_size(fit_last + 1) - size <= size / 4)
+        fit_last++;
+    char *dirty = dirty_pop_among(cls, *cls, fit_last);
+    if (!dirty && extend)
+        dirty = dirty_extended(*cls);
+    if (!dirty)
+        dirty = dirty_pop_among(cls, fit_last + 1, last_dirty);
+    if (dirty)
+        return dirty;
     *zeroed = true;
     unsigned order = class_order(*cls);
     size_t chunk = ARENA_MIN_CHUNK << order;
