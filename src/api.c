@@ -380,6 +380,20 @@ void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_
     return large_resize(desc, room, align);
 }
 
+/* The end of a realloc that moves: the old block's first old_request bytes (at most
+ * `size`) into fresh, the rest of its `size` bytes zeroed if the block is zero-filled,
+ * and the old block (ptr, desc) freed. */
+static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size_t old_request,
+                           size_t size, bool zero_fill)
+{
+    size_t copied = old_request < size ? old_request : size;
+    memcpy(fresh, ptr, copied);
+    if (zero_fill && size > copied)
+        memset((char *)fresh + copied, 0, size - copied);
+    api_free_known_block(ptr, desc);
+    return fresh;
+}
+
 /* The record field that says a block is aligned to API_MIN_ALIGN and no more. */
 #define API_RECORD_MIN_ALIGN ((uint32_t)__builtin_ctz(API_MIN_ALIGN) << HEAP_RECORD_ALIGN_SHIFT)
 
@@ -404,12 +418,7 @@ static void *realloc_tracked_small(void *ptr, struct descriptor *desc, uint32_t 
     if (!fresh)
         return NULL; /* errno is ENOMEM */
     *heap_record_at(pagemap_desc_or_foreign(fresh), fresh) = flags | (uint32_t)size;
-    size_t copied = old_request < size ? old_request : size;
-    memcpy(fresh, ptr, copied);
-    if (zero_fill && size > copied)
-        memset((char *)fresh + copied, 0, size - copied);
-    api_free_known_block(ptr, desc);
-    return fresh;
+    return move_contents(fresh, ptr, desc, old_request, size, zero_fill);
 }
 
 /* realloc of the block at ptr (desc) to `size` > 0 bytes, keeping its contents and sticky
@@ -427,9 +436,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
         void *fresh = malloc_block(size);
         if (!fresh)
             return NULL;
-        memcpy(fresh, ptr, size < usable ? size : usable);
-        api_free_known_block(ptr, desc);
-        return fresh;
+        return move_contents(fresh, ptr, desc, usable, size, false);
     }
     if (!DEBUG_ENABLED && desc->class_index < HEAP_CLASS_LARGE && align == 0) {
         uint32_t record = *heap_record_at(desc, ptr);
@@ -466,12 +473,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     fresh = tracked ? api_alloc_tracked(&props, false) : malloc_block(size);
     if (!fresh)
         return NULL;
-    size_t copied = old_request < size ? old_request : size;
-    memcpy(fresh, ptr, copied);
-    if (props.zero_fill && size > copied)
-        memset((char *)fresh + copied, 0, size - copied);
-    api_free_known_block(ptr, desc);
-    return fresh;
+    return move_contents(fresh, ptr, desc, old_request, size, props.zero_fill);
 }
 
 /* What realloc and resize do first with ptr (not NULL), counted as `routine`: NULL if
