@@ -3,13 +3,12 @@
  * registry maps its slabs through the platform layer's uncounted call, so counting never
  * calls back into a layer that counts. The reports are stats_report.c's.
  *
- * Registry: blocks come from slabs that are never unmapped. A
- * new slab is linked into one chain and pushed onto the registry with one CAS, so a
- * reader walking the list (acquire load of the head, links that never change once
- * published) sees whole blocks only. A thread takes a block by CAS on its in_use flag
- * (0 -> 1) and gives it back at exit with a release store of 0; the taker's acquire CAS
- * orders the previous owner's counts before its own load-and-store updates, so none is
- * lost. Nobody waits: a failed CAS means another thread took that block, and the taker
+ * Registry: blocks come from slabs that are never unmapped once published. A new slab
+ * is pushed onto the registry's list with one CAS, so a reader walking the list (acquire
+ * load of the head, links that never change once published) sees whole slabs only. A thread takes a
+ * block by CAS on its in_use flag (0 -> 1) and gives it back at exit with a release store of 0; the
+ * taker's acquire CAS orders the previous owner's counts before its own load-and-store updates, so
+ * none is lost. Nobody waits: a failed CAS means another thread took that block, and the taker
  * moves on to the next one or maps a slab of its own.
  */
 #include "stats.h"
@@ -32,11 +31,22 @@ static __thread bool stats_detached;
 
 /* Counts made where no block of one's own exists, by atomic adds. */
 static struct stats_block stats_shared;
-static _Atomic(struct stats_block *) stats_registry;
+
+/* Blocks are mapped in slabs, never unmapped once published. A slab's blocks beyond the
+ * first are untouched until a thread claims one, so a slab mapped by a thread that lost
+ * a race costs one resident page. */
+#define STATS_SLAB_BLOCKS 16
+struct stats_slab {
+    struct stats_slab *next; /* set before the slab is published, never changed */
+    struct stats_block blocks[STATS_SLAB_BLOCKS];
+};
+static _Atomic(struct stats_slab *) stats_registry;
 static _Atomic unsigned stats_exit_key; /* pthread key + 1; 0 while none exists */
 
-/* Blocks per slab: a slab is a few pages, mapped when every block is taken. */
-#define STATS_SLAB_BLOCKS 16
+#define FOR_EACH_BLOCK(b)                                                                          \
+    for (struct stats_slab *slab_ = atomic_load_explicit(&stats_registry, memory_order_acquire);   \
+         slab_; slab_ = slab_->next)                                                               \
+        for (struct stats_block *b = slab_->blocks; b < slab_->blocks + STATS_SLAB_BLOCKS; b++)
 
 static void stats_thread_exit(void *block)
 {
@@ -46,34 +56,48 @@ static void stats_thread_exit(void *block)
     atomic_store_explicit(&((struct stats_block *)block)->in_use, 0, memory_order_release);
 }
 
-static struct stats_block *stats_take(void)
+/* Claims a free block of the registry, or returns NULL when every block is taken. The
+ * acquire load of the registry (in FOR_EACH_BLOCK) pairs with the pushing CAS: the slabs
+ * reached are whole. */
+static struct stats_block *stats_claim(void)
 {
-    /* Acquire pairs with the pushing CAS: the blocks reached are initialised. */
-    for (struct stats_block *b = atomic_load_explicit(&stats_registry, memory_order_acquire); b;
-         b = b->next_all) {
+    FOR_EACH_BLOCK(b)
+    {
         int expected = 0;
         if (atomic_load_explicit(&b->in_use, memory_order_relaxed) == 0 &&
             atomic_compare_exchange_strong_explicit(&b->in_use, &expected, 1, memory_order_acquire,
                                                     memory_order_relaxed))
             return b;
     }
-    size_t bytes = (sizeof(struct stats_block) * STATS_SLAB_BLOCKS + PLATFORM_PAGE_SIZE - 1) &
-                   ~(PLATFORM_PAGE_SIZE - 1);
-    struct stats_block *slab = platform_map(NULL, bytes);
+    return NULL;
+}
+
+static struct stats_block *stats_take(void)
+{
+    struct stats_block *claimed = stats_claim();
+    if (claimed)
+        return claimed;
+    size_t bytes = (sizeof(struct stats_slab) + PLATFORM_PAGE_SIZE - 1) & ~(PLATFORM_PAGE_SIZE - 1);
+    struct stats_slab *slab = platform_map(NULL, bytes);
     if (!slab)
         return NULL;
-    /* Zeroed by the kernel; only the links and our claim need writing before the push. */
-    for (unsigned i = 0; i + 1 < STATS_SLAB_BLOCKS; i++)
-        slab[i].next_all = &slab[i + 1];
-    atomic_store_explicit(&slab[0].in_use, 1, memory_order_relaxed);
-    struct stats_block *last = &slab[STATS_SLAB_BLOCKS - 1];
-    struct stats_block *head = atomic_load_explicit(&stats_registry, memory_order_relaxed);
+    /* Threads that start together all find the registry full and map a slab each (400
+     * threads leaving a barrier mapped 260-370 slabs for 400 blocks). One that finds a
+     * block a racer published meanwhile takes it and gives its slab back. */
+    claimed = stats_claim();
+    if (claimed) {
+        platform_unmap(slab, bytes);
+        return claimed;
+    }
+    /* Zeroed by the kernel; only the link and our claim need writing before the push. */
+    atomic_store_explicit(&slab->blocks[0].in_use, 1, memory_order_relaxed);
+    struct stats_slab *head = atomic_load_explicit(&stats_registry, memory_order_relaxed);
     do {
-        last->next_all = head;
+        slab->next = head;
         /* Release publishes the slab; a failure means another push succeeded. */
     } while (!atomic_compare_exchange_weak_explicit(&stats_registry, &head, slab,
                                                     memory_order_release, memory_order_relaxed));
-    return &slab[0];
+    return &slab->blocks[0];
 }
 
 void stats_add_slow(unsigned counter, uint64_t n)
@@ -113,9 +137,8 @@ void stats_sum_all(uint64_t total[STATS_COUNTERS], bool since_clear)
 {
     memset(total, 0, STATS_COUNTERS * sizeof total[0]);
     stats_block_sum(total, &stats_shared, since_clear);
-    for (struct stats_block *b = atomic_load_explicit(&stats_registry, memory_order_acquire); b;
-         b = b->next_all)
-        stats_block_sum(total, b, since_clear);
+    FOR_EACH_BLOCK(b)
+    stats_block_sum(total, b, since_clear);
 }
 
 void stats_sum(uint64_t total[STATS_COUNTERS])
@@ -143,8 +166,7 @@ static void block_clear(struct stats_block *b)
 void stats_clear(void)
 {
     block_clear(&stats_shared);
-    for (struct stats_block *b = atomic_load_explicit(&stats_registry, memory_order_acquire); b;
-         b = b->next_all)
-        block_clear(b);
+    FOR_EACH_BLOCK(b)
+    block_clear(b);
 }
 #endif

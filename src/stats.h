@@ -91,8 +91,7 @@ struct stats_block {
     /* count[] as malloc_stats_clear last read it: reports show count - cleared, except
      * the live figures, which are differences of whole counts. Written by any thread. */
     _Atomic uint64_t cleared[STATS_COUNTERS];
-    struct stats_block *next_all; /* registry link, set before the block is published */
-    _Atomic int in_use;           /* a thread counts into this block */
+    _Atomic int in_use; /* a thread counts into this block */
 };
 
 extern __thread struct stats_block *stats_self __attribute__((visibility("hidden")));
