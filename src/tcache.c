@@ -61,7 +61,23 @@ static _Atomic uint64_t tcache_last_id;
  * at once 12 MiB resident instead of 19 (bench/thread-churn-concurrent --hold=1) and
  * leave threads that churn one or a few at a time as fast as before. */
 #define TCACHE_ORPHAN_SLOTS 16
-static _Atomic(struct tcache *) tcache_orphans[TCACHE_ORPHAN_SLOTS];
+/* A slot holds its cache in lfheap's own static storage, never in a heap block: a block
+ * the exiting thread had freed could otherwise hold the copy, and a double free of it by
+ * the program (refused anywhere else) would free the orphan under its adopter. Claimed
+ * EMPTY -> BUSY by CAS (acquire: the previous user's reads of the copy happen before our
+ * writes), published BUSY -> FULL (release), taken FULL -> BUSY by CAS (acquire: the copy
+ * is complete), handed back BUSY -> EMPTY (release). A thread finding a slot BUSY moves
+ * on to the next one: nobody waits. Untouched slots cost no resident memory (.bss). */
+enum { ORPHAN_EMPTY, ORPHAN_BUSY, ORPHAN_FULL };
+struct orphan_slot {
+    _Atomic uint32_t state;
+    struct tcache cache;
+};
+static struct orphan_slot tcache_orphans[TCACHE_ORPHAN_SLOTS];
+/* The slot this thread holds BUSY, if a handler that never returns stops it there: its
+ * exit, run again, gives the slot back (the cache in it is lost, as any cache of a killed
+ * thread mid-hand-back; tcache_hide.c). */
+static __thread struct orphan_slot *orphan_held;
 static _Atomic unsigned tcache_exit_key; /* pthread key + 1; 0 while none exists */
 
 /* Makes `list` (`length` blocks) the bin's list: its credit lets it grow to limit/2
@@ -84,27 +100,31 @@ static uint32_t clamp_blocks(size_t bytes, unsigned cls, uint32_t lo, uint32_t h
 
 static void tcache_thread_exit(void *unused);
 
-/* Frees a block the cache layer itself used (an orphaned cache's copy), as lfh_free
- * would. */
-static void free_internal(void *block)
+static bool orphan_claim(struct orphan_slot *slot, uint32_t from)
 {
-    struct descriptor *desc = pagemap_desc_or_null(block);
-    if (!tcache_free(block, desc))
-        tcache_free_slow(block, desc);
+    uint32_t expected = from;
+    if (atomic_load_explicit(&slot->state, memory_order_relaxed) != from ||
+        !atomic_compare_exchange_strong_explicit(&slot->state, &expected, ORPHAN_BUSY,
+                                                 memory_order_acquire, memory_order_relaxed))
+        return false;
+    orphan_held = slot;
+    return true;
 }
 
-static struct tcache *orphan_take(void)
+static void orphan_leave(struct orphan_slot *slot, uint32_t to)
 {
-    for (unsigned i = 0; i < TCACHE_ORPHAN_SLOTS; i++) {
-        /* Relaxed peek first, so that an empty table costs loads, not writes. */
-        if (!atomic_load_explicit(&tcache_orphans[i], memory_order_relaxed))
-            continue;
-        /* Acquire pairs with the publishing CAS: the copy's contents are complete. */
-        struct tcache *orphan =
-            atomic_exchange_explicit(&tcache_orphans[i], NULL, memory_order_acquire);
-        if (orphan)
-            return orphan;
-    }
+    orphan_held = NULL;
+    /* Release: see orphan_slot. */
+    atomic_store_explicit(&slot->state, to, memory_order_release);
+}
+
+/* A slot with an orphan in it, now BUSY and the caller's; NULL if none. The relaxed peek
+ * in orphan_claim makes an empty table cost loads, not writes. */
+static struct orphan_slot *orphan_take(void)
+{
+    for (unsigned i = 0; i < TCACHE_ORPHAN_SLOTS; i++)
+        if (orphan_claim(&tcache_orphans[i], ORPHAN_FULL))
+            return &tcache_orphans[i];
     return NULL;
 }
 
@@ -120,11 +140,11 @@ static void tcache_setup(struct tcache *tc)
      * reports the block to memcheck (vgclient.h). */
     if (vgclient_memcheck())
         return;
-    struct tcache *orphan = orphan_take();
-    if (orphan) {
+    struct orphan_slot *slot = orphan_take();
+    if (slot) {
         LFH_PARK(TCACHE_ADOPT_TAKEN);
-        *tc = *orphan;
-        free_internal(orphan); /* the copy lived in a block the orphan owned: now ours */
+        *tc = slot->cache;
+        orphan_leave(slot, ORPHAN_EMPTY);
         STATS_ADD(STATS_CACHES_ADOPTED, 1);
         return;
     }
@@ -162,11 +182,27 @@ static void give_back_groups(struct give_back_table *t)
     t->used_count = 0;
 }
 
-/* Returns a list of blocks to their superblocks with one CAS per superblock, and how
- * many blocks it held. LRMalloc's CacheFlush takes one CAS per run of adjacent blocks of
- * a superblock; a batch of remote frees mixes superblocks, so the runs are first merged
- * per superblock in a small hash table on the stack, keyed by descriptor. */
-static unsigned give_back_list(void *list)
+/* A list longer than its count, or a block linked to itself: a block went onto the list
+ * twice (a double free the free mark missed, because the program wrote into the freed
+ * block's second word). The secure build stops the program; the release build leaves
+ * the blocks not yet given back where they are, so that none is handed out twice by
+ * the heap and no walk follows the cycle. */
+static void list_corrupted(void *block)
+{
+#if SECURE_ENABLED
+    secure_fail("double free or write after free", "free", block);
+#else
+    (void)block;
+#endif
+}
+
+/* Returns a list of `length` blocks to their superblocks with one CAS per superblock, and
+ * how many blocks it gave back. LRMalloc's CacheFlush takes one CAS per run of adjacent
+ * blocks of a superblock; a batch of remote frees mixes superblocks, so the runs are
+ * first merged per superblock in a small hash table on the stack, keyed by descriptor.
+ * The walk trusts the cache's count, not the links the program could have overwritten:
+ * it never takes more than `length` blocks, so a cycle cannot hold it. */
+static unsigned give_back_list(void *list, uint32_t length)
 {
     if (!list)
         return 0;
@@ -174,7 +210,7 @@ static unsigned give_back_list(void *list)
     memset(t.desc, 0, sizeof t.desc);
     t.used_count = 0;
     unsigned blocks = 0;
-    while (list) {
+    while (list && blocks < length) {
         /* A run: the list's links already chain it, a range test bounds it (the end of
          * the list, NULL, is out of every range). */
         struct descriptor *d = pagemap_desc_or_null(list);
@@ -183,7 +219,11 @@ static unsigned give_back_list(void *list)
         void *first = list, *last = list;
         uint32_t count = 1;
         list = heap_link_get(list);
-        while ((uintptr_t)list - start < size) {
+        while ((uintptr_t)list - start < size && blocks + count < length) {
+            if (LFH_UNLIKELY(list == last)) {
+                list_corrupted(list);
+                return blocks;
+            }
             last = list;
             list = heap_link_get(list);
             count++;
@@ -208,6 +248,10 @@ static unsigned give_back_list(void *list)
         t.count[slot] = count;
         t.used[t.used_count++] = (uint8_t)slot;
     }
+    if (LFH_UNLIKELY(list != NULL)) {
+        list_corrupted(list);
+        return blocks;
+    }
     give_back_groups(&t);
     return blocks;
 }
@@ -216,9 +260,10 @@ static void flush_remote(struct tcache *tc)
 {
     void *list = tc->remote_head;
     tc->remote_head = NULL;
+    uint32_t count = tc->remote_count;
     tc->remote_count = 0;
     LFH_PARK(TCACHE_REMOTE_CUT);
-    give_back_list(list);
+    give_back_list(list, count);
 }
 
 /* A thread whose cache was handed back at exit (a later destructor still allocating), is
@@ -339,6 +384,7 @@ static void flush_bin(void *block)
     /* The list overflowed with `block`, its head: the rest becomes the spare magazine, and
      * a spare that was still there goes back to the heap (LRMalloc's CacheFlush). */
     void *old_spare = cold->spare;
+    uint32_t old_spare_count = cold->spare_count;
     cold->spare = heap_link_get(block);
     cold->spare_count = cold->list_base - 1;
     heap_link_set(block, NULL);
@@ -347,7 +393,7 @@ static void flush_bin(void *block)
         return;
     cold->last_event = TCACHE_EVENT_FLUSH;
     LFH_PARK(TCACHE_FLUSH_CUT);
-    give_back_list(old_spare);
+    give_back_list(old_spare, old_spare_count);
 }
 
 void tcache_flush(void *block)
@@ -395,11 +441,12 @@ unsigned tcache_flush_cache(struct tcache *tc)
         struct tcache_bin *bin = &tc->bins[cls];
         struct tcache_cold *cold = &tc->cold[cls];
         void *list = bin->head;
+        uint32_t length = cold->list_base - (uint32_t)bin->credit;
         bin_install(bin, cold, NULL, 0);
-        cached += give_back_list(list);
+        cached += give_back_list(list, length);
         if (list)
             LFH_PARK(TCACHE_FLUSH_CLASS);
-        cached += give_back_list(cold->spare);
+        cached += give_back_list(cold->spare, cold->spare_count);
         cold->spare = NULL;
         if (bin->bump != bin->bump_end)
             heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
@@ -414,13 +461,12 @@ unsigned tcache_flush_all(void)
 {
     busy_enter();
     unsigned cached = 0;
-    struct tcache *orphan;
-    while ((orphan = orphan_take()) != NULL) {
-        cached += tcache_flush_cache(orphan);
-        free_internal(orphan);
+    struct orphan_slot *slot;
+    while ((slot = orphan_take()) != NULL) {
+        cached += tcache_flush_cache(&slot->cache);
+        orphan_leave(slot, ORPHAN_EMPTY);
     }
-    /* Last: the orphans' own blocks were just freed into this cache. An uncached thread's
-     * bins are empty; hidden ones are not this call's to touch. */
+    /* An uncached thread's bins are empty; hidden ones are not this call's to touch. */
     if (tcache_self.id != TCACHE_ID_EXITED)
         cached += tcache_flush_cache(&tcache_self);
     busy_leave();
@@ -465,7 +511,7 @@ static void trim_for_orphan(struct tcache *tc)
         }
         if (!bin->head && !cold->spare)
             continue; /* most classes of a short thread: nothing to trim */
-        give_back_list(cold->spare);
+        give_back_list(cold->spare, cold->spare_count);
         cold->spare = NULL;
         uint32_t length = cold->list_base - (uint32_t)bin->credit;
         size_t block_size = sizeclass_block_size[heap_size_class(cls)];
@@ -489,37 +535,32 @@ static void trim_for_orphan(struct tcache *tc)
         bin_install(bin, cold, list, keep);
         if (rest)
             LFH_PARK(TCACHE_FLUSH_CLASS);
-        give_back_list(rest);
+        give_back_list(rest, length - keep);
     }
     flush_remote(tc);
 }
 
-/* Leaves the calling thread's cache, trimmed, in an orphan slot; false if no slot or no
- * memory. */
+/* Leaves the calling thread's cache, trimmed, in an orphan slot; false if every slot is
+ * taken. */
 static bool tcache_orphan(struct tcache *tc)
 {
-    struct tcache *copy = tcache_alloc(sizeclass_of(sizeof(struct tcache) + SECURE_TAIL_BYTES));
-    if (!copy)
-        return false;
-    trim_for_orphan(tc);
-    *copy = *tc;
-    LFH_PARK(TCACHE_EXIT_COPIED);
     for (unsigned i = 0; i < TCACHE_ORPHAN_SLOTS; i++) {
-        struct tcache *expected = NULL;
-        /* Release publishes the copy to the adopting thread's acquire exchange. */
-        if (atomic_compare_exchange_strong_explicit(&tcache_orphans[i], &expected, copy,
-                                                    memory_order_release, memory_order_relaxed)) {
-            for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-                tc->bins[cls].head = NULL;
-                tc->bins[cls].bump = tc->bins[cls].bump_end = NULL;
-                tc->cold[cls].spare = NULL;
-            }
-            tc->remote_head = NULL;
-            tc->remote_count = 0;
-            return true;
+        struct orphan_slot *slot = &tcache_orphans[i];
+        if (!orphan_claim(slot, ORPHAN_EMPTY))
+            continue;
+        trim_for_orphan(tc);
+        slot->cache = *tc;
+        LFH_PARK(TCACHE_EXIT_COPIED);
+        orphan_leave(slot, ORPHAN_FULL);
+        for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+            tc->bins[cls].head = NULL;
+            tc->bins[cls].bump = tc->bins[cls].bump_end = NULL;
+            tc->cold[cls].spare = NULL;
         }
+        tc->remote_head = NULL;
+        tc->remote_count = 0;
+        return true;
     }
-    free_internal(copy);
     return false;
 }
 
@@ -529,6 +570,8 @@ static void tcache_thread_exit(void *cache)
      * never returns (pthread_exit) unwinds to glibc's thread start, which runs the
      * destructors again: this call then finds the cache hidden and accounts for it. */
     platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, cache);
+    if (orphan_held)
+        orphan_leave(orphan_held, ORPHAN_EMPTY);
     busy_enter();
     /* Whatever this hand-back empties goes back to the kernel now: no thread of ours will
      * take it again (arena.h). */
