@@ -85,7 +85,22 @@ $(BUILD)/liblfheap.so: $(OBJS_release)
 $(BUILD)/liblfheap-%.so: $$(OBJS_$$*)
 	$(CC) -shared -Wl,-soname,liblfheap-$*.so -Wl,-z,now -o $@ $^ -lpthread
 
-$(BUILD)/liblfheap.a: $(OBJS_release)
+# The release archives hold one object, all of the library's objects linked into one with
+# `ld -r`, so that a program referencing any of lfheap's names (its own malloc and free,
+# say) gets all of them, as it would from liblfheap.so. An archive of one member per
+# object gives the program only the members its own calls need: a shared library it
+# links would find posix_memalign, mallinfo, sigaction, ... in glibc instead, take
+# blocks from glibc's heap that lfheap's free cannot take back, and install signal
+# handlers unwrapped (tests/test_static_archive.c). The prefix-only variants of the tests
+# override nothing, and keep their objects apart.
+$(BUILD)/obj/all-%/lfheap.o: $$(OBJS_$$*)
+	@mkdir -p $(@D)
+	$(LD) -r -o $@ $^
+
+$(BUILD)/liblfheap.a: $(BUILD)/obj/all-release/lfheap.o
+	rm -f $@ && ar rcs $@ $^
+
+$(filter %.a,$(LLHEAP_VARIANTS)): $(BUILD)/liblfheap-%.a: $(BUILD)/obj/all-%/lfheap.o
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/liblfheap-%.a: $$(OBJS_$$*)

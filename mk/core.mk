@@ -22,3 +22,18 @@ $(BUILD)/t-llheap/test_llheap_names_own_resize: $(LLHEAP_NAMES_DEPS) $(BUILD)/li
 	$(CC) $(TEST_CFLAGS) -DOWN_RESIZE $< -o $@ $(BUILD)/liblfheap.a
 TEST_BINS += $(BUILD)/t-llheap/test_llheap_names $(BUILD)/t-llheap/test_llheap_names_static \
              $(BUILD)/t-llheap/test_llheap_names_own_resize
+
+# A program linked with the static library that calls only malloc and free, and links a
+# shared library that calls the rest (tests/test_static_archive.c). The archive comes
+# first on the line, as in `cc prog.c build/liblfheap.a`: the linker takes from it only
+# what the program's own calls need, before it sees the shared library.
+$(BUILD)/t-static/libtest_static_archive.so: tests/test_static_archive_lib.c include/lfheap.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
+$(BUILD)/t-static/test_static_archive: tests/test_static_archive.c tests/testutil.h \
+                                       $(BUILD)/liblfheap.a \
+                                       $(BUILD)/t-static/libtest_static_archive.so
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/liblfheap.a -L$(BUILD)/t-static \
+	    -ltest_static_archive -Wl,-rpath,$(abspath $(BUILD)/t-static) -ldl
+TEST_BINS += $(BUILD)/t-static/test_static_archive

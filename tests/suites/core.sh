@@ -119,6 +119,23 @@ run valgrind env LD_PRELOAD="$lib" valgrind -q --tool=none build/t-plain/test_ap
 run llheap-names build/t-llheap/test_llheap_names
 run llheap-names-static build/t-llheap/test_llheap_names_static
 run llheap-names-own-resize build/t-llheap/test_llheap_names_own_resize
+# The static library is one object: a program that calls only malloc and free gets all of
+# lfheap, so that a shared library it links finds lfheap's posix_memalign and sigaction,
+# not glibc's. And it defines the names the shared library exports (those the linker
+# makes for the shared library, __start_lfheap_text and __stop_lfheap_text, aside).
+run static-archive build/t-static/test_static_archive
+archive_names=$(readelf -sW build/liblfheap.a |
+                awk '$7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") && $6 == "DEFAULT" {print $8}' |
+                sort -u)
+so_names=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^__st[a-z]*_lfheap_text$' |
+           sort -u)
+if [ "$archive_names" = "$so_names" ] && [ "$(ar t build/liblfheap.a)" = lfheap.o ]; then
+    pass static-archive-names
+else
+    fail static-archive-names "members: $(ar t build/liblfheap.a | tr '\n' ' ') differences: $(diff \
+        <(printf '%s\n' "$archive_names") <(printf '%s\n' "$so_names") | grep '^[<>]' | head -5 |
+        tr '\n' ' ')"
+fi
 llheap_names="aalloc amemalign cmemalign resize resizearray aligned_resize aligned_resizearray
     aligned_realloc aligned_reallocarray posix_realloc posix_reallocarray posix_aligned_realloc
     posix_aligned_reallocarray malloc_size malloc_alignment malloc_zero_fill malloc_remote
