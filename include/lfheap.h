@@ -182,7 +182,8 @@ void lfh_heap_stats(void);
  * (EINVAL otherwise); a stream without a file descriptor gives EINVAL. 0 on success, -1
  * on error. */
 int lfh_malloc_info(int options, FILE *fp);
-/* glibc's summaries from the same numbers (docs/API.md, docs/STATISTICS.md). */
+/* glibc's summaries from the same numbers, fields as glibc's (docs/API.md): uordblks
+ * counts the live blocks in the arenas; hblkhd the blocks in mappings of their own. */
 struct mallinfo lfh_mallinfo(void);
 struct mallinfo2 lfh_mallinfo2(void);
 /* Accepts glibc's parameters (returns 1) and ignores them; 0 for unknown ones. */
