@@ -50,7 +50,9 @@ int lfh_malloc_trim(size_t pad);
  * and aligned_realloc keep both (bytes a zero-fill block gains read as zero; a moved block
  * keeps its alignment); resize and aligned_resize keep neither and copy nothing.
  * Array routines fail with ENOMEM when dim * elem_size overflows; the aligned ones with
- * EINVAL unless the alignment is a power of two.
+ * EINVAL unless the alignment is a power of two, checked first: `aligned_realloc(p, 3,
+ * 0)` fails and p stays live. realloc and resize of a pointer that is no live block
+ * return NULL with EINVAL, also with a size of 0, and free nothing.
  */
 void *lfh_aalloc(size_t dim, size_t elem_size) LFH_MALLOC_ATTR;
 void *lfh_amemalign(size_t alignment, size_t dim, size_t elem_size) LFH_MALLOC_ATTR;
@@ -63,8 +65,10 @@ void *lfh_resizearray(void *ptr, size_t dim, size_t elem_size);
 void *lfh_aligned_resizearray(void *ptr, size_t alignment, size_t dim, size_t elem_size);
 void *lfh_aligned_reallocarray(void *ptr, size_t alignment, size_t dim, size_t elem_size);
 /* realloc and aligned_realloc (and their array forms) that leave the result in *ptrp and
- * return 0, or on failure return the error number (ENOMEM, EINVAL) and leave *ptrp and
- * errno unchanged: `posix_realloc(&p, n)` cannot lose p. EINVAL if ptrp is NULL. */
+ * return 0, or on failure return the error number (ENOMEM, EINVAL) and leave *ptrp
+ * unchanged: `posix_realloc(&p, n)` cannot lose p. errno is never changed. A size of 0
+ * frees *ptrp and leaves NULL there, unless the alignment is no power of two or *ptrp
+ * is no live block: EINVAL then, and nothing is freed. EINVAL if ptrp is NULL. */
 int lfh_posix_realloc(void **ptrp, size_t size);
 int lfh_posix_reallocarray(void **ptrp, size_t dim, size_t elem_size);
 int lfh_posix_aligned_realloc(void **ptrp, size_t alignment, size_t size);
@@ -178,7 +182,8 @@ void lfh_heap_stats(void);
  * (EINVAL otherwise); a stream without a file descriptor gives EINVAL. 0 on success, -1
  * on error. */
 int lfh_malloc_info(int options, FILE *fp);
-/* glibc's summaries from the same numbers (docs/API.md, docs/STATISTICS.md). */
+/* glibc's summaries from the same numbers, fields as glibc's (docs/API.md): uordblks
+ * counts the live blocks in the arenas; hblkhd the blocks in mappings of their own. */
 struct mallinfo lfh_mallinfo(void);
 struct mallinfo2 lfh_mallinfo2(void);
 /* Accepts glibc's parameters (returns 1) and ignores them; 0 for unknown ones. */

@@ -10,7 +10,7 @@
  * Semantics are glibc's: requests above PTRDIFF_MAX fail with ENOMEM, malloc(0) returns a
  * unique block, realloc(p, 0) frees p and returns NULL, posix_memalign leaves *memptr
  * alone on failure. Pointers lfheap never returned are ignored by free and realloc
- * (realloc returns NULL with EINVAL) and have usable size 0.
+ * (realloc returns NULL with EINVAL, also for a size of 0) and have usable size 0.
  *
  * Every routine is defined once as lfh_<name>; the release build also exports the
  * standard names (and glibc's __libc_* entry points) as aliases of the same code, listed
@@ -476,23 +476,52 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     return move_contents(fresh, ptr, desc, old_request, size, props.zero_fill);
 }
 
-/* What realloc and resize do first with ptr (not NULL), counted as `routine`: NULL if
- * that ends the call (ptr is no block lfheap handed out: ignored like free would, with
- * EINVAL unless size is 0; or size is 0, and the block is freed), else its descriptor. */
-struct descriptor *api_resize_begin(enum lfh_stats_routine routine, const char *name, void *ptr,
-                                    size_t size)
+/* The descriptor of the live block at ptr for a resizing routine, or NULL (the call
+ * counted as a failure) if ptr is no block lfheap handed out: ignored, as free would. */
+LFH_INLINE struct descriptor *resized_block(enum lfh_stats_routine routine, const char *name,
+                                            void *ptr, size_t size)
 {
     struct descriptor *desc = api_block_descriptor(ptr, name);
     size_t request;
-    if (!debug_check(name, ptr, desc, true, &request)) {
-        if (size != 0)
-            errno = EINVAL;
-        counted(routine, size, NULL);
+    if (debug_check(name, ptr, desc, true, &request))
+        return desc;
+    counted(routine, size, NULL);
+    return NULL;
+}
+
+/* The end of a resize to 0 bytes: the block at ptr (desc) is freed. */
+static void resized_to_zero(enum lfh_stats_routine routine, void *ptr, struct descriptor *desc)
+{
+    counted_resize(routine, 0, usable_size(desc), NULL);
+    api_free_known_block(ptr, desc);
+}
+
+/* realloc(ptr, 0) and its forms (ptr not NULL), counted as `routine`: frees the block and
+ * returns 0, or returns EINVAL and frees nothing if ptr is no live block. The answer is
+ * the return value and not errno, which posix_realloc keeps as it was: freeing may
+ * change errno (a refused munmap). */
+int api_resize_to_zero(enum lfh_stats_routine routine, const char *name, void *ptr)
+{
+    struct descriptor *desc = resized_block(routine, name, ptr, 0);
+    if (!desc)
+        return EINVAL;
+    resized_to_zero(routine, ptr, desc);
+    return 0;
+}
+
+/* What realloc and resize do first with ptr (not NULL), counted as `routine`: NULL if
+ * that ends the call (ptr is no live block: ignored, errno EINVAL, whatever the size; or
+ * size is 0 and the block is freed), else its descriptor. */
+struct descriptor *api_resize_begin(enum lfh_stats_routine routine, const char *name, void *ptr,
+                                    size_t size)
+{
+    struct descriptor *desc = resized_block(routine, name, ptr, size);
+    if (!desc) {
+        errno = EINVAL;
         return NULL;
     }
     if (size == 0) {
-        counted_resize(routine, 0, usable_size(desc), NULL);
-        api_free_known_block(ptr, desc);
+        resized_to_zero(routine, ptr, desc);
         return NULL;
     }
     return desc;

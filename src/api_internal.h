@@ -92,8 +92,14 @@ struct heap_props api_block_props(struct descriptor *desc, const void *ptr);
  * On success the block's record, if it has one, still needs updating. */
 void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_t align);
 
+/* realloc(ptr, 0) and its forms (ptr not NULL), counted as `routine`: frees the block and
+ * returns 0, or returns EINVAL and frees nothing if ptr is no live block; errno is not
+ * the answer (freeing may change it). */
+int api_resize_to_zero(enum lfh_stats_routine routine, const char *name, void *ptr);
+
 /* What realloc and resize do first with ptr (not NULL), counted as `routine`: NULL if
- * that ends the call (ptr ignored, or size 0 and the block freed), else its descriptor. */
+ * that ends the call (ptr is no live block: ignored, errno EINVAL; or size is 0 and the
+ * block freed), else its descriptor. */
 struct descriptor *api_resize_begin(enum lfh_stats_routine routine, const char *name, void *ptr,
                                     size_t size);
 

@@ -137,23 +137,34 @@ LFH_EXPORT void *lfh_aligned_reallocarray(void *ptr, size_t alignment, size_t di
 
 /* llheap's POSIX-style forms: the result goes to *ptrp and the error number is the
  * return value, so that `posix_realloc(&p, n)` cannot lose p when it fails. On failure
- * *ptrp and errno keep their values. `aligned`: aligned_realloc, else realloc. */
+ * *ptrp keeps its value; errno always does. `aligned`: aligned_realloc, else realloc.
+ * A bad alignment is refused before a size of 0 could free the block, and a size of 0
+ * asks api_resize_to_zero whether the block was freed: realloc's NULL cannot tell. */
 static int posix_realloc_call(void **ptrp, bool aligned, size_t alignment, size_t size)
 {
     if (!ptrp)
         return EINVAL;
-    int saved_errno = errno;
-    void *fresh = aligned ? lfh_aligned_realloc(*ptrp, alignment, size)
-                          : api_realloc_call(LFH_STATS_REALLOC, "realloc", *ptrp, size, 0);
-    /* realloc returns NULL for a size of 0 only after freeing the block (or ignoring a
-     * pointer it never handed out, as free does). */
-    if (fresh == NULL && size != 0) {
-        int error = errno;
-        errno = saved_errno;
-        return error;
+    enum lfh_stats_routine routine = aligned ? LFH_STATS_ALIGNED_REALLOC : LFH_STATS_REALLOC;
+    if (aligned && !is_power_of_two(alignment)) {
+        counted(routine, size, NULL);
+        return EINVAL;
     }
-    *ptrp = fresh;
-    return 0;
+    int saved_errno = errno;
+    int error = 0;
+    if (size == 0 && *ptrp) {
+        error = api_resize_to_zero(routine, aligned ? "aligned_realloc" : "realloc", *ptrp);
+        if (!error)
+            *ptrp = NULL;
+    } else {
+        void *fresh = aligned ? lfh_aligned_realloc(*ptrp, alignment, size)
+                              : api_realloc_call(routine, "realloc", *ptrp, size, 0);
+        if (fresh)
+            *ptrp = fresh;
+        else
+            error = errno;
+    }
+    errno = saved_errno;
+    return error;
 }
 
 LFH_EXPORT int lfh_posix_realloc(void **ptrp, size_t size)

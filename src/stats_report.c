@@ -394,11 +394,15 @@ LFH_EXPORT struct mallinfo2 lfh_mallinfo2(void)
     struct lfh_stats s;
     stats_fill(&s, NULL);
     struct mallinfo2 info = {0};
-    size_t in_arenas = s.bytes_in_use - s.huge_live_bytes;
+    /* glibc's fields: uordblks and fordblks are the arenas' bytes in use and free,
+     * hblks and hblkhd the blocks in mappings of their own and their bytes, which
+     * uordblks does not count again (programs add uordblks and hblkhd). The counts of
+     * running threads may be summed mid-call: no difference goes below 0. */
+    size_t in_arenas = s.bytes_in_use > s.huge_live_bytes ? s.bytes_in_use - s.huge_live_bytes : 0;
     info.arena = s.arena_bytes;
     info.hblks = s.huge_live;
     info.hblkhd = s.huge_live_bytes;
-    info.uordblks = s.bytes_in_use;
+    info.uordblks = in_arenas;
     info.fordblks = s.arena_bytes > in_arenas ? s.arena_bytes - in_arenas : 0;
     return info;
 }

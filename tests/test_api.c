@@ -113,7 +113,7 @@ static void realloc_semantics(void)
     REQUIRE(smaller);
     CHECK(smaller[0] == 0 && smaller[89] == 89 && smaller[99] == 7);
     errno = 0;
-    CHECK(T_REALLOC(smaller, zero) == NULL); /* glibc: frees and returns NULL */
+    CHECK(T_REALLOC(smaller, zero) == NULL && errno == 0); /* glibc: frees, returns NULL */
     char *arr = T_REALLOCARRAY(NULL, 10, 10);
     CHECK(arr != NULL);
     T_FREE(arr);
@@ -459,6 +459,8 @@ static void interior_pointers_are_ignored(void)
             CHECK(T_MALLOC_USABLE_SIZE(opaque(p + off)) == 0);
             errno = 0;
             CHECK(T_REALLOC(opaque(p + off), s * 2) == NULL && errno == EINVAL);
+            errno = 0;
+            CHECK(T_REALLOC(opaque(p + off), zero) == NULL && errno == EINVAL);
             T_FREE(opaque(p + off));
         }
         enum { N = 64 };
@@ -480,13 +482,16 @@ static void interior_pointers_are_ignored(void)
 }
 
 /* Whether `ptr` is refused as a block the program does not hold: malloc_usable_size says
- * 0, realloc fails with EINVAL, free ignores it. */
+ * 0, realloc fails with EINVAL (also to 0 bytes, which would free a live block), free
+ * ignores it. */
 static void refused_at(uintptr_t addr)
 {
     void *ptr = (void *)addr;
     CHECK(T_MALLOC_USABLE_SIZE(opaque(ptr)) == 0);
     errno = 0;
     CHECK(T_REALLOC(opaque(ptr), 64) == NULL && errno == EINVAL);
+    errno = 0;
+    CHECK(T_REALLOC(opaque(ptr), zero) == NULL && errno == EINVAL);
     T_FREE(opaque(ptr));
 }
 
@@ -513,6 +518,16 @@ static void blocks_stay_distinct(size_t size, const void *avoid)
     }
     for (int i = 0; i < N; i++)
         T_FREE(b[i]);
+}
+
+/* Addresses lfheap never handed out: the stack, a global. */
+static void foreign_addresses_are_refused(void)
+{
+    static char global[64];
+    char on_stack[64];
+    refused_at((uintptr_t)on_stack);
+    refused_at((uintptr_t)global);
+    blocks_stay_distinct(64, NULL);
 }
 
 static const size_t refusal_sizes[] = {16, 100, 1000, 5000, 20000, 40000, 200000, 3u << 20};
@@ -727,6 +742,7 @@ int main(void)
     RUN(usable_size_and_free_edge_cases);
     RUN(large_blocks_hold_at_most_a_quarter_more);
     RUN(interior_pointers_are_ignored);
+    RUN(foreign_addresses_are_refused);
     RUN(uncarved_slots_are_ignored);
     RUN(double_frees_are_ignored);
     RUN(remote_double_frees_are_ignored);

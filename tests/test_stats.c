@@ -484,20 +484,29 @@ static void reports_are_no_cancellation_point(void)
     CHECK(strncmp(text, "lfheap statistics", 17) == 0 && strstr(text, "arenas") != NULL);
 }
 
+/* glibc's fields: uordblks is what the arenas hold in blocks, hblkhd what the blocks in
+ * their own mappings take, so that uordblks + hblkhd counts every live block once. */
 static void mallinfo2_and_mallopt(void)
 {
+    size_t huge_size = (size_t)100 << 20; /* above the largest arena chunk: own mapping */
+    char *huge = lfh_malloc(huge_size);
+    REQUIRE(huge);
     struct lfh_stats s;
     snap(&s);
     struct mallinfo2 info = lfh_mallinfo2();
     CHECK(info.arena == s.arena_bytes);
-    CHECK(info.uordblks == s.bytes_in_use);
     CHECK(info.hblks == s.huge_live && info.hblkhd == s.huge_live_bytes);
+    CHECK(info.uordblks + info.hblkhd == s.bytes_in_use);
+    CHECK(info.uordblks + info.fordblks == info.arena);
     if (counting)
-        CHECK(info.uordblks > 0);
+        CHECK(info.hblks >= 1 && info.hblkhd >= huge_size && info.uordblks > 0 &&
+              info.uordblks < huge_size);
     else
-        CHECK(info.uordblks == 0 && info.arena > 0);
+        CHECK(info.uordblks == 0 && info.hblkhd == 0 && info.arena > 0);
     struct mallinfo narrow = lfh_mallinfo();
     CHECK((size_t)narrow.arena == info.arena || narrow.arena == INT32_MAX);
+    CHECK((size_t)narrow.uordblks == info.uordblks && (size_t)narrow.hblkhd == info.hblkhd);
+    lfh_free(huge);
     CHECK(lfh_mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1);
     CHECK(lfh_mallopt(M_ARENA_MAX, 1) == 1);
     CHECK(lfh_mallopt(12345, 1) == 0);

@@ -471,11 +471,49 @@ static void posix_forms_keep_the_pointer_on_failure(void)
     REQUIRE(z);
     CHECK(lfh_posix_realloc(&z, 5000) == 0 && lfh_malloc_zero_fill(z) && all_bytes(z, 0, 5000, 0));
     CHECK(lfh_posix_realloc(&z, 0) == 0 && z == NULL);
-    /* a pointer lfheap never handed out is refused and left alone */
+    /* a pointer lfheap never handed out is refused and left alone, also with a size of
+     * 0 (test_api.c's refused_at passes freed blocks to realloc) */
     int on_stack;
     void *foreign = &on_stack;
+    errno = 1234;
     CHECK(lfh_posix_realloc(&foreign, 10) == EINVAL && foreign == &on_stack);
+    CHECK(lfh_posix_realloc(&foreign, 0) == EINVAL && foreign == &on_stack);
+    CHECK(lfh_posix_reallocarray(&foreign, 0, 8) == EINVAL && foreign == &on_stack);
+    CHECK(lfh_posix_aligned_realloc(&foreign, 64, 0) == EINVAL && foreign == &on_stack);
+    CHECK(errno == 1234);
     lfh_free(p);
+}
+
+/* A size of 0 frees the block only when the call is otherwise valid: an alignment that
+ * is no power of two is refused first (EINVAL), and the block stays live and intact. */
+static void bad_alignment_with_size_0_keeps_the_block(void)
+{
+    static const size_t sizes[] = {100, 5000, 200000, (size_t)100 << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        size_t size = sizes[i];
+        unsigned char *p = lfh_aligned_alloc(64, size);
+        REQUIRE(p);
+        memset(p, 0x3C, size);
+        void *kept = p;
+        errno = 1234;
+        CHECK(lfh_posix_aligned_realloc(&kept, 3, 0) == EINVAL && kept == p);
+        CHECK(lfh_posix_aligned_reallocarray(&kept, 24, 0, 8) == EINVAL && kept == p);
+        CHECK(lfh_posix_aligned_realloc(&kept, 0, 0) == EINVAL && kept == p);
+        CHECK(errno == 1234);
+        errno = 0;
+        CHECK(lfh_aligned_realloc(p, 3, 0) == NULL && errno == EINVAL);
+        errno = 0;
+        CHECK(lfh_aligned_reallocarray(p, 24, 0, 8) == NULL && errno == EINVAL);
+        errno = 0;
+        CHECK(lfh_aligned_resize(p, 3, 0) == NULL && errno == EINVAL);
+        errno = 0;
+        CHECK(lfh_aligned_resizearray(p, 24, 0, 8) == NULL && errno == EINVAL);
+        /* still live: the queries see it, and its bytes are as they were */
+        CHECK(lfh_malloc_usable_size(p) >= size && lfh_malloc_alignment(p) == 64);
+        CHECK(all_bytes(p, 0, size, 0x3C));
+        /* a valid alignment with a size of 0 frees it */
+        CHECK(lfh_posix_aligned_realloc(&kept, 128, 0) == 0 && kept == NULL);
+    }
 }
 
 static pthread_barrier_t owner_alive;
@@ -537,6 +575,7 @@ int main(void)
     RUN(model_chains);
     RUN(array_forms_of_the_resizers);
     RUN(posix_forms_keep_the_pointer_on_failure);
+    RUN(bad_alignment_with_size_0_keeps_the_block);
     RUN(malloc_remote_tells_whose_heap);
     RUN(crossover_sizes);
     return test_exit_status();
