@@ -182,8 +182,8 @@ static void give_back_groups(struct give_back_table *t)
     t->used_count = 0;
 }
 
-/* A list longer than its count, or a block linked to itself: a block went onto the list
- * twice (a double free the free mark missed, because the program wrote into the freed
+/* A list longer than its count (a block linked to itself is one): a block went onto the
+ * list twice (a double free the free mark missed, because the program wrote into the freed
  * block's second word). The secure build stops the program; the release build leaves
  * the blocks not yet given back where they are, so that none is handed out twice by
  * the heap and no walk follows the cycle. */
@@ -217,13 +217,9 @@ static unsigned give_back_list(void *list, uint32_t length)
         uintptr_t start = (uintptr_t)d->start;
         size_t size = d->size;
         void *first = list, *last = list;
-        uint32_t count = 1;
+        uint32_t count = 1, most = length - blocks;
         list = heap_link_get(list);
-        while ((uintptr_t)list - start < size && blocks + count < length) {
-            if (LFH_UNLIKELY(list == last)) {
-                list_corrupted(list);
-                return blocks;
-            }
+        while ((uintptr_t)list - start < size && count < most) {
             last = list;
             list = heap_link_get(list);
             count++;
