@@ -27,10 +27,12 @@ TEST_BINS += $(BUILD)/t-llheap/test_llheap_names $(BUILD)/t-llheap/test_llheap_n
 # shared library that calls the rest (tests/test_static_archive.c). The archive comes
 # first on the line, as in `cc prog.c build/liblfheap.a`: the linker takes from it only
 # what the program's own calls need, before it sees the shared library.
-$(BUILD)/t-static/libtest_static_archive.so: tests/test_static_archive_lib.c include/lfheap.h
+$(BUILD)/t-static/libtest_static_archive.so: tests/test_static_archive_lib.c \
+                                              tests/test_static_archive.h include/lfheap.h
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) -fPIC -shared $< -o $@
-$(BUILD)/t-static/test_static_archive: tests/test_static_archive.c tests/testutil.h \
+$(BUILD)/t-static/test_static_archive: tests/test_static_archive.c tests/test_static_archive.h \
+                                       tests/testutil.h \
                                        $(BUILD)/liblfheap.a \
                                        $(BUILD)/t-static/libtest_static_archive.so
 	@mkdir -p $(@D)

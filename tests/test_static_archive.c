@@ -10,24 +10,13 @@
  * the library's aligned blocks are lfheap's and realloc keeps their contents; its handlers
  * reach the kernel through lfheap's wrapper, and may allocate.
  */
+#include "test_static_archive.h"
 #include "testutil.h"
 
 #include <dlfcn.h>
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-
-struct lib_signal_result {
-    void *kernel_handler;
-    void *own_handler;
-    int reported_own;
-    int handled;
-    int handler_ok;
-};
-void *lib_aligned(int kind, size_t alignment, size_t size);
-void *lib_realloc(void *p, size_t size);
-size_t lib_lfheap_usable(void *p);
-struct lib_signal_result lib_signal(int sig, int how);
 
 /* All of lfheap's code (the release objects' one section, see the Makefile). */
 extern const char __start_lfheap_text[], __stop_lfheap_text[];

@@ -5,6 +5,7 @@
  * else to glibc's.
  */
 #include "lfheap.h"
+#include "test_static_archive.h"
 
 #include <signal.h>
 #include <stdint.h>
@@ -13,8 +14,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* A block of size bytes aligned to alignment from one of the aligned routines, by kind:
- * 0 posix_memalign, 1 aligned_alloc, 2 memalign, 3 valloc (page alignment). */
 void *lib_aligned(int kind, size_t alignment, size_t size)
 {
     void *p = NULL;
@@ -41,7 +40,6 @@ void *lib_realloc(void *p, size_t size)
     return realloc(p, size);
 }
 
-/* lfheap's own query, which answers 0 for a block lfheap did not hand out. */
 size_t lib_lfheap_usable(void *p)
 {
     return lfh_malloc_usable_size(p);
@@ -77,17 +75,6 @@ static void *kernel_handler(int sig)
         return NULL;
     return k[0];
 }
-
-/* Installs the allocating handler for sig with sigaction (how 0) or signal (how 1), raises
- * sig, and reports: the kernel's handler, whether sigaction still reports the library's
- * own handler, how many times the handler ran and whether its allocations were lfheap's. */
-struct lib_signal_result {
-    void *kernel_handler;
-    void *own_handler;
-    int reported_own;
-    int handled;
-    int handler_ok;
-};
 
 struct lib_signal_result lib_signal(int sig, int how)
 {
