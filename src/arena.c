@@ -78,6 +78,22 @@ typedef _Atomic(struct arena *) registry_slot;
 static _Atomic(registry_slot *) registry[REGISTRY_ROOT_SLOTS];
 static _Atomic(struct arena *) arena_list; /* the newest arena; NULL before the first */
 static _Atomic uint64_t dirty_stacks[ARENA_CLASSES];
+/* Bytes of runs handed out (active) and waiting on the dirty stacks (dirty), for the
+ * thread-exit purge (arena_prompt_end). Approximate by design: the two are updated by
+ * separate relaxed adds beside the stack operations, and a purge that has taken a stack
+ * counts its runs as dirty until it releases them. Apart from the stack heads: every
+ * chunk allocation and free adds to them. */
+static struct {
+    _Alignas(64) _Atomic size_t active;
+    _Atomic size_t dirty;
+} run_bytes;
+
+/* Relaxed: the counts publish nothing; readers take them as a glance and act on the
+ * stacks, which carry their own ordering. `delta` wraps for a subtraction. */
+static inline void bytes_add(_Atomic size_t *count, size_t delta)
+{
+    atomic_fetch_add_explicit(count, delta, memory_order_relaxed);
+}
 static _Atomic uint32_t last_purge_ms;
 static _Atomic int purge_delay_ms = -1;
 static __thread struct arena *arena_hint; /* the arena this thread last allocated from */
@@ -314,6 +330,7 @@ static size_t purge_batch(unsigned cls, uintptr_t *addr, unsigned count)
             char *p = (char *)addr[i];
             if (clean) {
                 pieces_release(arena_of(p)->buddy, p, p + chunk);
+                bytes_add(&run_bytes.dirty, -chunk);
                 released++;
             } else {
                 dirty_push_chain(cls, p, p);
@@ -435,7 +452,17 @@ void arena_prompt_begin(void)
 
 void arena_prompt_end(void)
 {
-    if (--prompt_depth != 0 || !prompt_freed)
+    if (--prompt_depth != 0)
+        return;
+    /* Relaxed glances (run_bytes): acted on through the stacks' own CAS. */
+    size_t dirty = atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
+    size_t active = atomic_load_explicit(&run_bytes.active, memory_order_relaxed);
+    if (dirty >= PROMPT_BATCH && dirty > active) {
+        prompt_freed = false;
+        arena_purge_all();
+        return;
+    }
+    if (!prompt_freed)
         return;
     prompt_freed = false;
     /* Relaxed: a glance; the exchange below decides. */
@@ -773,8 +800,10 @@ static char *dirty_extended(unsigned cls)
         if (!dirty)
             continue;
         if (!((uintptr_t)dirty & (align - 1)) &&
-            run_extend(dirty + class_size(c), dirty + class_size(cls)))
+            run_extend(dirty + class_size(c), dirty + class_size(cls))) {
+            bytes_add(&run_bytes.dirty, -class_size(c));
             return dirty;
+        }
         /* Back on its stack, with the time it was freed (still in its side array). */
         dirty_push_chain(c, dirty, dirty);
     }
@@ -788,11 +817,28 @@ static char *dirty_pop_among(unsigned *cls, unsigned first, unsigned last)
     for (unsigned c = first; c <= last; c++) {
         char *dirty = dirty_pop(c);
         if (dirty) {
+            bytes_add(&run_bytes.dirty, -class_size(c));
             *cls = c;
             return dirty;
         }
     }
     return NULL;
+}
+
+/* A fresh run of class *cls (see arena_alloc_run). */
+static char *fresh_run(unsigned *cls)
+{
+    unsigned order = class_order(*cls);
+    size_t chunk = ARENA_MIN_CHUNK << order;
+    if (*cls != whole_class(order)) {
+        for (unsigned attempt = 0; attempt < RUN_ATTEMPTS; attempt++) {
+            char *p = fresh_chunk(chunk);
+            if (!p || run_carve(p, *cls))
+                return p;
+        }
+        *cls = whole_class(order);
+    }
+    return fresh_chunk(chunk);
 }
 
 /* A run of class *cls for `size` bytes, the first of: a freed run at most a quarter
@@ -810,25 +856,18 @@ static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned 
     unsigned fit_last = *cls;
     while (fit_last < last_dirty && class_size(fit_last + 1) - size <= size / 4)
         fit_last++;
-    char *dirty = dirty_pop_among(cls, *cls, fit_last);
-    if (!dirty && extend)
-        dirty = dirty_extended(*cls);
-    if (!dirty)
-        dirty = dirty_pop_among(cls, fit_last + 1, last_dirty);
-    if (dirty)
-        return dirty;
-    *zeroed = true;
-    unsigned order = class_order(*cls);
-    size_t chunk = ARENA_MIN_CHUNK << order;
-    if (*cls != whole_class(order)) {
-        for (unsigned attempt = 0; attempt < RUN_ATTEMPTS; attempt++) {
-            char *p = fresh_chunk(chunk);
-            if (!p || run_carve(p, *cls))
-                return p;
-        }
-        *cls = whole_class(order);
+    char *run = dirty_pop_among(cls, *cls, fit_last);
+    if (!run && extend)
+        run = dirty_extended(*cls);
+    if (!run)
+        run = dirty_pop_among(cls, fit_last + 1, last_dirty);
+    if (!run) {
+        *zeroed = true;
+        run = fresh_run(cls);
     }
-    return fresh_chunk(chunk);
+    if (run)
+        bytes_add(&run_bytes.active, class_size(*cls));
+    return run;
 }
 
 void *arena_alloc(size_t size, bool *zeroed)
@@ -866,6 +905,8 @@ void arena_free(void *chunk, size_t size)
     unsigned cls = size_class_of(size);
     atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], stamp, memory_order_relaxed);
     dirty_push_chain(cls, chunk, chunk);
+    bytes_add(&run_bytes.active, -class_size(cls));
+    bytes_add(&run_bytes.dirty, class_size(cls));
     if (prompt_depth != 0) {
         prompt_freed = true;
         /* Release, after the push: the exit that takes the count (acquire exchange in

@@ -3,10 +3,16 @@
  * resident size falls back to within 32 MiB of where it started while the program goes
  * on allocating (the allocator purges from its slow paths once the purge delay ran out),
  * and a churn of allocations in between reuses freed chunks instead of growing.
+ *
+ * `test_purge exit` (run with a purge delay of a minute, so that the delay cannot be what
+ * gives the memory back): when worker threads exit and the process then holds more freed
+ * memory than live memory, the exit gives it back at once, and the resident size right
+ * after the joins is back near the start.
  */
 #include "alloc_names.h"
 #include "testutil.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -78,8 +84,64 @@ static void churn_reuses_chunks(void)
     CHECK(test_rss_kib() - before < 16 * 1024);
 }
 
-int main(void)
+/* The memory benchmark's pattern: a producer allocates (sizes 50-500 B), a consumer frees
+ * every block (each a remote free: the producer owns the superblocks), both exit. */
+enum { HANDED = 300000 };
+static void *handed[HANDED];
+
+static size_t handed_size(size_t i)
 {
+    return 50 + i * 7919 % 10 * 50;
+}
+
+static void *producer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < HANDED; i++) {
+        size_t size = handed_size((size_t)i);
+        handed[i] = T_MALLOC(size);
+        REQUIRE(handed[i]);
+        memset(handed[i], (unsigned char)i, size);
+    }
+    return NULL;
+}
+
+static void *consumer(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < HANDED; i++) {
+        size_t size = handed_size((size_t)i);
+        const unsigned char *bytes = handed[i];
+        /* The contents survived the hand-over: first and last byte of every block. */
+        REQUIRE(bytes[0] == (unsigned char)i && bytes[size - 1] == (unsigned char)i);
+        T_FREE(handed[i]);
+    }
+    return NULL;
+}
+
+static void rss_falls_back_when_the_workers_exit(void)
+{
+    long start = test_rss_kib();
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, producer, NULL) == 0);
+    REQUIRE(pthread_join(thread, NULL) == 0);
+    long peak = test_rss_kib();
+    /* 300,000 blocks of 275 B on average: about 80 MiB. */
+    CHECK(peak - start > 64 * 1024);
+    REQUIRE(pthread_create(&thread, NULL, consumer, NULL) == 0);
+    REQUIRE(pthread_join(thread, NULL) == 0);
+    long end = test_rss_kib();
+    printf("# rss: start %ld KiB, after the producer %ld KiB, after the consumer %ld KiB\n", start,
+           peak, end);
+    CHECK(end - start < 16 * 1024);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "exit") == 0) {
+        RUN(rss_falls_back_when_the_workers_exit);
+        return test_exit_status();
+    }
     RUN(rss_falls_back_after_free);
     RUN(churn_reuses_chunks);
     return test_exit_status();

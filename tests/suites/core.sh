@@ -25,6 +25,8 @@ run arena-tsan build/t-tsan/test_arena
 run threads build/t/test_threads
 run threads-preloaded env LD_PRELOAD="$lib" build/t-plain/test_threads
 run purge-preloaded env LD_PRELOAD="$lib" build/t-plain/test_purge
+# A minute's purge delay: only the workers' exits can give the memory back in time.
+run purge-at-exit-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge exit
 # Beyond 256 GiB of arenas (288 GiB reserved, a few pages touched, ~36 MB of page map):
 # needs an unlimited address space and an overcommit policy that maps untouched memory.
 if [ "$(ulimit -v)" = unlimited ] && [ "$(cat /proc/sys/vm/overcommit_memory)" != 2 ]; then

@@ -25,6 +25,7 @@ fi
 run stress-secure env LD_PRELOAD="$lib" build/t-plain/test_stress 8 40000
 run threads-secure env LD_PRELOAD="$lib" build/t-plain/test_threads
 run purge-secure env LD_PRELOAD="$lib" build/t-plain/test_purge
+run purge-at-exit-secure env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge exit
 
 # Real programs: the same output as on glibc's allocator.
 tmp=$(mktemp -d)
