@@ -94,6 +94,17 @@ static inline void bytes_add(_Atomic size_t *count, size_t delta)
 {
     atomic_fetch_add_explicit(count, delta, memory_order_relaxed);
 }
+
+/* At least MOSTLY_DIRTY_MIN bytes of runs wait on the dirty stacks, and more than are in
+ * use: the process holds more freed memory than live memory. Relaxed glances, acted on
+ * through the stacks' own CAS. */
+#define MOSTLY_DIRTY_MIN ((size_t)8 << 20)
+static bool mostly_dirty(void)
+{
+    size_t dirty = atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
+    return dirty >= MOSTLY_DIRTY_MIN &&
+           dirty > atomic_load_explicit(&run_bytes.active, memory_order_relaxed);
+}
 static _Atomic uint32_t last_purge_ms;
 static _Atomic int purge_delay_ms = -1;
 static __thread struct arena *arena_hint; /* the arena this thread last allocated from */
@@ -454,10 +465,7 @@ void arena_prompt_end(void)
 {
     if (--prompt_depth != 0)
         return;
-    /* Relaxed glances (run_bytes): acted on through the stacks' own CAS. */
-    size_t dirty = atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
-    size_t active = atomic_load_explicit(&run_bytes.active, memory_order_relaxed);
-    if (dirty >= PROMPT_BATCH && dirty > active) {
+    if (mostly_dirty()) {
         prompt_freed = false;
         arena_purge_all();
         return;
@@ -737,10 +745,16 @@ static void *fresh_chunk(size_t chunk)
 {
     struct arena *seen;
     void *p = alloc_from_arenas(chunk, &seen);
-    if (!p && arena_purge_all() > 0)
-        p = alloc_from_arenas(chunk, &seen); /* dirty chunks coalesced: try again */
+    /* Purging every freed run lets the buddies coalesce them, but throws away their
+     * resident pages, which the next blocks would fault in again. So it comes first only
+     * when the freed runs outweigh those in use; otherwise a new arena's address space is
+     * cheaper, and the purge is the last resort when none can be mapped. */
+    if (!p && mostly_dirty() && arena_purge_all() > 0)
+        p = alloc_from_arenas(chunk, &seen);
     if (!p)
         p = alloc_from_new_arena(chunk, seen);
+    if (!p && arena_purge_all() > 0)
+        p = alloc_from_arenas(chunk, &seen);
     return p;
 }
 
