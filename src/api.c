@@ -30,6 +30,7 @@
 #include "arena.h"
 #include "sizeclass.h"
 #include "tcache.h"
+#include "vgclient.h"
 
 #include <malloc.h>
 #include <string.h>
@@ -388,6 +389,8 @@ static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size
 {
     size_t copied = old_request < size ? old_request : size;
     memcpy(fresh, ptr, copied);
+    if (copied >= 2 * sizeof(void *))
+        vgclient_copied_mark(fresh);
     if (zero_fill && size > copied)
         memset((char *)fresh + copied, 0, size - copied);
     api_free_known_block(ptr, desc);

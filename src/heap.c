@@ -162,8 +162,9 @@ static void desc_retire(struct descriptor *d)
 
 /* ---- the free mark ----------------------------------------------------------------- */
 
-/* Not zero from the start, so that fresh (zero) memory never looks freed, even to a free
- * that comes before the first superblock; made random there (heap_mark_init). */
+/* Not zero from the start, and far above every block address, so that fresh (zero)
+ * memory never looks freed, even to a free that comes before the first superblock; made
+ * random there (heap_mark_init). */
 #define HEAP_FREE_MARK_INITIAL UINT64_C(0x6c66686561702121)
 
 _Atomic uint64_t heap_free_mark = HEAP_FREE_MARK_INITIAL;
@@ -178,9 +179,8 @@ static void heap_mark_init(void)
 {
     if (atomic_load_explicit(&heap_free_mark, memory_order_acquire) != HEAP_FREE_MARK_INITIAL)
         return;
-    uint64_t mark = os_random(0);
-    if (mark == 0 || mark == HEAP_FREE_MARK_INITIAL)
-        mark = ~HEAP_FREE_MARK_INITIAL;
+    /* The top bit set: see heap_block_mark. The initial value lacks it. */
+    uint64_t mark = os_random(0) | UINT64_C(1) << 63;
     if (SECURE_ENABLED)
         secure_init();
     atomic_store_explicit(&heap_free_mark, mark, memory_order_release);

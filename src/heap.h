@@ -64,13 +64,18 @@ LFH_INLINE bool heap_block_uncarved(const struct descriptor *desc, const void *b
 }
 
 /* The free mark: a freed small block's second word holds heap_free_mark, a per-process
- * random value, from the moment it is freed until it is handed out again (every way out
- * of the heap clears it). A free that finds the mark refuses the block: it is already on
- * a free list, and taking it again would hand it out twice. A live block carries the mark
- * only if the program wrote this secret there, which it can learn only by reading freed
- * memory; a program that writes into a freed block's second word defeats the check (a
- * use after free before the double free). The debug build knows every block's state from
- * its records and fills freed blocks itself, so it leaves the mark out. */
+ * random value, combined with the block's own address (heap_block_mark), from the moment
+ * it is freed until it is handed out again (every way out of the heap clears it). A free
+ * that finds the mark refuses the block: it is already on a free list, and taking it
+ * again would hand it out twice. The address is in it because bytes move: a large block
+ * set up in a chunk that small blocks used before holds their leftovers, marks included,
+ * where the program has not written, and realloc copies every byte of a block to its new
+ * place; a mark copied elsewhere is no mark there. So a live block carries its mark only
+ * if the program computed it and wrote it there, which takes the secret, learnt only by
+ * reading freed memory; a program that writes into a freed block's second word defeats
+ * the check (a use after free before the double free). The debug build knows every
+ * block's state from its records and fills freed blocks itself, so it leaves the mark
+ * out. */
 extern _Atomic uint64_t heap_free_mark __attribute__((visibility("hidden")));
 
 /* The mark, read once per free (the fast path compares and stores the same value).
@@ -83,15 +88,23 @@ LFH_INLINE uint64_t heap_mark(void)
     return atomic_load_explicit(&heap_free_mark, memory_order_relaxed);
 }
 
-LFH_INLINE bool heap_block_marked_free(const void *block, uint64_t mark)
+/* The mark a freed block at `block` carries, from the process's secret. The secret's top
+ * bit is set (heap_mark_init) and no block address has it, so no mark is 0: fresh,
+ * zeroed memory never looks freed. */
+LFH_INLINE uint64_t heap_block_mark(const void *block, uint64_t secret)
 {
-    return HEAP_FREE_MARKS && ((const uint64_t *)block)[1] == mark;
+    return secret ^ (uint64_t)(uintptr_t)block;
 }
 
-LFH_INLINE void heap_block_mark_free(void *block, uint64_t mark)
+LFH_INLINE bool heap_block_marked_free(const void *block, uint64_t secret)
+{
+    return HEAP_FREE_MARKS && ((const uint64_t *)block)[1] == heap_block_mark(block, secret);
+}
+
+LFH_INLINE void heap_block_mark_free(void *block, uint64_t secret)
 {
     if (HEAP_FREE_MARKS)
-        ((uint64_t *)block)[1] = mark;
+        ((uint64_t *)block)[1] = heap_block_mark(block, secret);
 }
 
 LFH_INLINE void heap_block_unmark(void *block)

@@ -95,8 +95,9 @@ LFH_INLINE size_t secure_checked_end(size_t block_size)
     return block_size < 16 + SECURE_CHECK_BYTES ? block_size : 16 + SECURE_CHECK_BYTES;
 }
 
-/* A block handed out again from a free list, whose decoded link is `next`: its mark,
- * link and fill must be as free left them. Word by word, with no early exit. Callers
+/* A block handed out again from a free list, whose decoded link is `next`: its mark
+ * (`mark`, the one for its address: heap_block_mark), link and fill must be as free left
+ * them. Word by word, with no early exit. Callers
  * test SECURE_ENABLED first: the mark they pass is an atomic load, which the compiler
  * keeps even where this function does nothing. */
 LFH_INLINE void secure_check_reuse(void *block, size_t block_size, uint64_t mark, void *next)

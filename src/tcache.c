@@ -283,7 +283,8 @@ static void *alloc_uncached(unsigned cls)
             rest_count++;
         }
         if (SECURE_ENABLED)
-            secure_check_reuse(block, fill.desc->block_size, heap_mark(), rest);
+            secure_check_reuse(block, fill.desc->block_size, heap_block_mark(block, heap_mark()),
+                               rest);
     } else {
         block = fill.bump;
         fill.bump += fill.desc->block_size;
@@ -306,7 +307,7 @@ static void *hand_out_freed(struct tcache_bin *bin, struct tcache_cold *cold, vo
 {
     void *next = heap_link_get(block);
     if (SECURE_ENABLED)
-        secure_check_reuse(block, bin->block_size, heap_mark(), next);
+        secure_check_reuse(block, bin->block_size, heap_block_mark(block, heap_mark()), next);
     bin_install(bin, cold, next, rest);
     heap_block_hand_out(block, bin->block_size);
     return block;

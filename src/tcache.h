@@ -112,7 +112,7 @@ LFH_INLINE void *tcache_bin_take(uintptr_t bin_base)
     if (LFH_LIKELY(block != NULL)) {
         void *next = heap_link_get(block);
         if (SECURE_ENABLED)
-            secure_check_reuse(block, bin->block_size, heap_mark(), next);
+            secure_check_reuse(block, bin->block_size, heap_block_mark(block, heap_mark()), next);
         bin->head = next;
         bin->credit++;
         heap_block_hand_out(block, bin->block_size);

@@ -703,6 +703,51 @@ static void blocks_of_emptied_superblocks_are_ignored(void)
     blocks_stay_distinct(SIZE, NULL);
 }
 
+/* A thread that frees many small blocks and exits: the superblocks its hand-back empties
+ * return to the arena dirty, their freed blocks' bytes as they were left. */
+static void *free_small_blocks_and_exit(void *unused)
+{
+    enum { N = 32768, SIZE = 64 };
+    static void *blocks[N];
+    for (int i = 0; i < N; i++) {
+        blocks[i] = T_MALLOC(SIZE);
+        REQUIRE(blocks[i]);
+        memset(blocks[i], 0x5a, SIZE);
+    }
+    for (int i = 0; i < N; i++)
+        T_FREE(blocks[i]);
+    return unused;
+}
+
+/* realloc copies every byte of a block, also those the program never wrote: a large
+ * block in a chunk that small blocks used before holds what they left (the free marks of
+ * freed blocks among it), and the small block realloc copies it into must stay a live
+ * block for realloc, free and malloc_usable_size. */
+static void copies_of_stale_bytes_stay_live_blocks(void)
+{
+    enum { N = 64, LARGE = 40 * 1024 };
+    static uint64_t *moved[N];
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, free_small_blocks_and_exit, NULL) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    size_t refused = 0;
+    for (int i = 0; i < N; i++) {
+        uint64_t *large = T_MALLOC(LARGE);
+        REQUIRE(large);
+        large[0] = (uint64_t)i; /* the rest is whatever the chunk held */
+        uint64_t *small = T_REALLOC(large, 100);
+        REQUIRE(small);
+        refused += T_MALLOC_USABLE_SIZE(small) < 100;
+        moved[i] = T_REALLOC(small, 200);
+        REQUIRE(moved[i]);
+        CHECK(moved[i][0] == (uint64_t)i);
+    }
+    CHECK(refused == 0);
+    for (int i = 0; i < N; i++)
+        T_FREE(moved[i]);
+    blocks_stay_distinct(100, NULL);
+}
+
 static void blocks_do_not_overlap(void)
 {
     enum { N = 5000 };
@@ -750,6 +795,7 @@ int main(void)
     if (!RUNNING_ON_VALGRIND)
         RUN(double_free_after_a_write_into_the_block_returns);
     RUN(blocks_of_emptied_superblocks_are_ignored);
+    RUN(copies_of_stale_bytes_stay_live_blocks);
     RUN(blocks_do_not_overlap);
     return test_exit_status();
 }
