@@ -222,11 +222,19 @@ struct descriptor *api_block_descriptor(const void *ptr, const char *routine)
     return NULL;
 }
 
-/* free of a pointer the thread cache did not take: a large block, a block of a
- * superblock another thread owns, or no live block at all (ignored). */
-static LFH_NOINLINE void free_uncached(void *ptr)
+/* free of a pointer the thread cache did not take (`result`, with `desc` from the page
+ * map): a large block, a block of a superblock another thread owns, or no live block at
+ * all (ignored). A small block the cache's checks passed only needs its free mark
+ * tested: a remote free is the common case of producer and consumer threads. */
+static LFH_NOINLINE void free_uncached(void *ptr, struct descriptor *desc,
+                                       enum tcache_free_result result)
 {
-    struct descriptor *desc = api_block_descriptor(ptr, "free");
+    if (result == TCACHE_FREE_NOT_OWNED && desc->class_index < HEAP_CLASS_LARGE &&
+        !heap_block_marked_free(ptr, heap_mark())) {
+        tcache_free_slow(ptr, desc);
+        return;
+    }
+    desc = api_block_descriptor(ptr, "free");
     if (!desc)
         return; /* not a block lfheap handed out: ignored */
     if (desc->class_index == HEAP_CLASS_LARGE)
@@ -244,7 +252,7 @@ void api_free_known_block(void *ptr, struct descriptor *desc)
         large_free(desc);
         return;
     }
-    if (tcache_free(ptr, desc))
+    if (tcache_free(ptr, desc) == TCACHE_FREE_CACHED)
         return;
     /* Another thread owns the superblock (or this thread has no cache any more). */
     STATS_ADD(STATS_REMOTE_FREES, 1);
@@ -285,7 +293,7 @@ LFH_INLINE void free_instrumented(void *ptr)
         free_checked(ptr, "free", false, 0, 0);
         return;
     }
-    if (LFH_LIKELY(tcache_free(ptr, desc))) {
+    if (LFH_LIKELY(tcache_free(ptr, desc) == TCACHE_FREE_CACHED)) {
         stats_count_free(usable, request);
         return;
     }
@@ -306,10 +314,12 @@ LFH_EXPORT void lfh_free(void *ptr)
         free_instrumented(ptr);
         return;
     }
-    /* Unknown pointers (NULL too) get a descriptor no thread owns: slow path. */
-    if (LFH_LIKELY(tcache_free(ptr, pagemap_desc_or_foreign(ptr))))
+    /* Unknown pointers (NULL too) get a descriptor with no block start: slow path. */
+    struct descriptor *desc = pagemap_desc_or_foreign(ptr);
+    enum tcache_free_result result = tcache_free(ptr, desc);
+    if (LFH_LIKELY(result == TCACHE_FREE_CACHED))
         return;
-    free_uncached(ptr);
+    free_uncached(ptr, desc, result);
 }
 
 LFH_EXPORT void lfh_cfree(void *ptr)

@@ -147,23 +147,39 @@ LFH_INLINE void *tcache_alloc(unsigned cls)
     return LFH_LIKELY(block != NULL) ? block : tcache_alloc_slow(cls);
 }
 
-/* True if the block went into this thread's cache. */
-LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
+/* What tcache_free did with a block. */
+enum tcache_free_result {
+    /* Not a live small block by the fast checks: an interior pointer, a block never handed
+     * out or already freed, foreign memory, or a large block carrying an earlier tenant's
+     * mark (large blocks have none); the caller checks it the slow way. */
+    TCACHE_FREE_REFUSED,
+    TCACHE_FREE_CACHED, /* in this thread's cache */
+    /* A block start below the carve frontier, but another thread owns its superblock, or
+     * it is a large block, which no thread owns. The free mark is not read yet: a large
+     * block has none (its second word may be any byte the program never wrote, which
+     * memcheck would report a compare of), so the caller tests it for a small block. */
+    TCACHE_FREE_NOT_OWNED,
+};
+
+LFH_INLINE enum tcache_free_result tcache_free(void *block, struct descriptor *desc)
 {
     uintptr_t base = tcache_base();
+    /* An interior pointer, a block never handed out or one already freed goes the slow
+     * way, which ignores it (heap_block_live). The sentinel descriptor of foreign memory
+     * has no block start. */
+    if (LFH_UNLIKELY(!heap_is_block_start(desc, block)))
+        return TCACHE_FREE_REFUSED;
+    heap_check_block(desc, block);
+    if (LFH_UNLIKELY(heap_block_uncarved(desc, block)))
+        return TCACHE_FREE_REFUSED;
     /* Relaxed: the owner is a hint for locality (see tcache.c); a stale value only sends
      * the block the slower, equally correct way. */
     if (LFH_UNLIKELY(atomic_load_explicit(&desc->owner, memory_order_relaxed) !=
                      ((TCACHE_SEG struct tcache *)base)->id))
-        return 0;
-    /* An interior pointer, a block never handed out or one already freed goes the slow
-     * way, which ignores it (heap_block_live). */
-    if (LFH_UNLIKELY(!heap_is_block_start(desc, block)))
-        return 0;
-    heap_check_block(desc, block);
+        return TCACHE_FREE_NOT_OWNED;
     uint64_t mark = heap_mark();
-    if (LFH_UNLIKELY(heap_block_uncarved(desc, block) || heap_block_marked_free(block, mark)))
-        return 0;
+    if (LFH_UNLIKELY(heap_block_marked_free(block, mark)))
+        return TCACHE_FREE_REFUSED;
     struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)(base + desc->class_scaled);
     secure_check_free(block, desc->block_size);
     /* Marked before it joins the list: a free that interrupts this one (a signal handler's)
@@ -173,7 +189,7 @@ LFH_INLINE int tcache_free(void *block, struct descriptor *desc)
     bin->head = block;
     if (LFH_UNLIKELY(--bin->credit == 0))
         tcache_flush(block);
-    return 1;
+    return TCACHE_FREE_CACHED;
 }
 
 /* True if `desc`'s superblock is owned by the calling thread's cache: a free of one of
