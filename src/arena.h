@@ -69,7 +69,9 @@ size_t arena_purge_all(void);
 /* Between these calls (they nest), the chunks the calling thread frees are purged by the
  * outermost arena_prompt_end, with every other chunk whose delay ran out, instead of
  * waiting for the delay and a later slow path: for a thread handing its cache back at
- * exit, which will not reuse them. */
+ * exit, which will not reuse them. When the process then holds at least 8 MiB of freed
+ * runs and more than it has in use, arena_prompt_end purges every one, whatever its
+ * age: workers that exit after freeing what they used end a phase. */
 void arena_prompt_begin(void);
 void arena_prompt_end(void);
 
