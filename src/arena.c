@@ -78,13 +78,18 @@ typedef _Atomic(struct arena *) registry_slot;
 static _Atomic(registry_slot *) registry[REGISTRY_ROOT_SLOTS];
 static _Atomic(struct arena *) arena_list; /* the newest arena; NULL before the first */
 static _Atomic uint64_t dirty_stacks[ARENA_CLASSES];
-/* Bytes of runs handed out (active) and waiting on the dirty stacks (dirty), for the
- * thread-exit purge (arena_prompt_end). Approximate by design: the two are updated by
- * separate relaxed adds beside the stack operations, and a purge that has taken a stack
- * counts its runs as dirty until it releases them. Apart from the stack heads: every
- * chunk allocation and free adds to them. */
+static _Atomic uint32_t last_purge_ms;
+static _Atomic int purge_delay_ms = -1;
+static __thread struct arena *arena_hint; /* the arena this thread last allocated from */
+
+/* Bytes of runs out of the buddies (held: in use or waiting to be purged) and of those
+ * waiting on the dirty stacks (dirty), for mostly_dirty. A run freed or handed out again
+ * changes dirty only, a fresh run held only, a purged one both. Approximate by design:
+ * the counts are updated by relaxed adds beside the stack operations, and a purge that
+ * has taken a stack counts its runs until it releases them. Aligned away from the stack
+ * heads, which every chunk allocation and free touches too. */
 static struct {
-    _Alignas(64) _Atomic size_t active;
+    _Alignas(64) _Atomic size_t held;
     _Atomic size_t dirty;
 } run_bytes;
 
@@ -102,12 +107,9 @@ static inline void bytes_add(_Atomic size_t *count, size_t delta)
 static bool mostly_dirty(void)
 {
     size_t dirty = atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
-    return dirty >= MOSTLY_DIRTY_MIN &&
-           dirty > atomic_load_explicit(&run_bytes.active, memory_order_relaxed);
+    size_t held = atomic_load_explicit(&run_bytes.held, memory_order_relaxed);
+    return dirty >= MOSTLY_DIRTY_MIN && dirty > held / 2; /* more than held - dirty */
 }
-static _Atomic uint32_t last_purge_ms;
-static _Atomic int purge_delay_ms = -1;
-static __thread struct arena *arena_hint; /* the arena this thread last allocated from */
 
 static uint32_t purge_delay(void)
 {
@@ -342,6 +344,7 @@ static size_t purge_batch(unsigned cls, uintptr_t *addr, unsigned count)
             if (clean) {
                 pieces_release(arena_of(p)->buddy, p, p + chunk);
                 bytes_add(&run_bytes.dirty, -chunk);
+                bytes_add(&run_bytes.held, -chunk);
                 released++;
             } else {
                 dirty_push_chain(cls, p, p);
@@ -816,6 +819,7 @@ static char *dirty_extended(unsigned cls)
         if (!((uintptr_t)dirty & (align - 1)) &&
             run_extend(dirty + class_size(c), dirty + class_size(cls))) {
             bytes_add(&run_bytes.dirty, -class_size(c));
+            bytes_add(&run_bytes.held, class_size(cls) - class_size(c));
             return dirty;
         }
         /* Back on its stack, with the time it was freed (still in its side array). */
@@ -878,9 +882,9 @@ static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned 
     if (!run) {
         *zeroed = true;
         run = fresh_run(cls);
+        if (run)
+            bytes_add(&run_bytes.held, class_size(*cls));
     }
-    if (run)
-        bytes_add(&run_bytes.active, class_size(*cls));
     return run;
 }
 
@@ -919,7 +923,6 @@ void arena_free(void *chunk, size_t size)
     unsigned cls = size_class_of(size);
     atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], stamp, memory_order_relaxed);
     dirty_push_chain(cls, chunk, chunk);
-    bytes_add(&run_bytes.active, -class_size(cls));
     bytes_add(&run_bytes.dirty, class_size(cls));
     if (prompt_depth != 0) {
         prompt_freed = true;
