@@ -17,10 +17,11 @@ class Allocator:
     """One allocator: `preload` is the library to LD_PRELOAD (None for glibc), `package`
     the Debian package that provides it (for installing and for its version)."""
 
-    def __init__(self, name, preload, package):
+    def __init__(self, name, preload, package, settings=None):
         self.name = name
         self.preload = preload
         self.package = package
+        self.settings = settings or {}  # environment variables the allocator runs with
         self.skip_reason = None
 
     def env(self, base=None):
@@ -28,6 +29,7 @@ class Allocator:
         env.pop("LD_PRELOAD", None)
         if self.preload:
             env["LD_PRELOAD"] = self.preload
+        env.update(self.settings)
         return env
 
     def __repr__(self):
@@ -42,6 +44,9 @@ PEERS = [
     ("tbbmalloc", LIBDIR + "/libtbbmalloc_proxy.so.2", "libtbbmalloc2"),
 ]
 ALL_NAMES = ["lfheap"] + [p[0] for p in PEERS]
+# lfheap with a setting, run only when named (--allocators lfheap,lfheap-hugepages,...):
+# it enters the tables as one more column, so its ratios read as lfheap's against it.
+LFHEAP_SETTINGS = {"lfheap-hugepages": {"LFHEAP_HUGEPAGES": "1"}}
 
 
 def note(msg):
@@ -80,10 +85,11 @@ def select_allocators(names, lfheap_path, install=True):
     when its library exists and exports malloc; a missing peer is installed when we are
     root on Debian, else skipped with a line saying how to install it."""
     wanted = [n for n in names]
-    unknown = [n for n in wanted if n not in ALL_NAMES]
+    known = ALL_NAMES + list(LFHEAP_SETTINGS)
+    unknown = [n for n in wanted if n not in known]
     if unknown:
         raise SystemExit("unknown allocator(s): %s (known: %s)" %
-                         (", ".join(unknown), ", ".join(ALL_NAMES)))
+                         (", ".join(unknown), ", ".join(known)))
     peers = {p[0]: Allocator(*p) for p in PEERS}
     missing = [peers[n].package for n in wanted
                if n in peers and peers[n].preload and not os.path.exists(peers[n].preload)]
@@ -91,15 +97,15 @@ def select_allocators(names, lfheap_path, install=True):
         install_packages(missing)
     usable, skipped = [], []
     for n in wanted:
-        if n == "lfheap":
+        if n == "lfheap" or n in LFHEAP_SETTINGS:
             path = os.path.abspath(lfheap_path)
             if not os.path.exists(path):
-                skipped.append("lfheap: skipped, %s does not exist (run `make all`)" % path)
+                skipped.append("%s: skipped, %s does not exist (run `make all`)" % (n, path))
             elif not exports_malloc(path):
-                skipped.append("lfheap: skipped, %s does not define malloc yet "
-                               "(nm -D shows no malloc)" % path)
+                skipped.append("%s: skipped, %s does not define malloc yet "
+                               "(nm -D shows no malloc)" % (n, path))
             else:
-                usable.append(Allocator("lfheap", path, None))
+                usable.append(Allocator(n, path, None, LFHEAP_SETTINGS.get(n)))
             continue
         a = peers[n]
         if a.preload and not os.path.exists(a.preload):
@@ -143,8 +149,9 @@ def lfheap_version(path):
 
 
 def allocator_version(alloc):
-    if alloc.name == "lfheap":
-        return lfheap_version(alloc.preload)
+    if alloc.package is None:
+        settings = " ".join("%s=%s" % kv for kv in sorted(alloc.settings.items()))
+        return lfheap_version(alloc.preload) + (", with " + settings if settings else "")
     return "%s %s" % (alloc.package, package_version(alloc.package))
 
 

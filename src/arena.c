@@ -677,6 +677,8 @@ static struct arena *arena_map(void)
         return NULL;
     }
     a->base = buddy_base(a->buddy);
+    /* Before any chunk is handed out: a page touched before the advice stays small. */
+    os_advise_huge(a->base, ARENA_SIZE);
     registry_slot *slot = registry_slot_of(a->base);
     if (!slot) {
         buddy_destroy(a->buddy);

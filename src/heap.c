@@ -477,6 +477,8 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     d->os_backed = chunk_request > ARENA_MAX_CHUNK;
     if (d->os_backed) {
         start = os_map(bytes, align);
+        if (start)
+            os_advise_huge(start, bytes);
         *zeroed = true;
     } else {
         start = arena_alloc_large(chunk_request, zeroed, &bytes);

@@ -260,6 +260,24 @@ bool os_thread_start(void *(*fn)(void *), void *arg)
     return platform_thread_start(fn, arg);
 }
 
+/* -1 until the first os_advise_huge reads LFHEAP_HUGEPAGES, then 0 or 1. */
+static _Atomic int huge_pages_on = -1;
+
+bool os_advise_huge(void *addr, size_t size)
+{
+    /* Relaxed: every thread computes the same value from the environment. */
+    int on = atomic_load_explicit(&huge_pages_on, memory_order_relaxed);
+    if (on < 0) {
+        const char *env = platform_getenv("LFHEAP_HUGEPAGES");
+        on = env && env[0] != '\0' && !(env[0] == '0' && env[1] == '\0');
+        atomic_store_explicit(&huge_pages_on, on, memory_order_relaxed);
+    }
+    if (!on || os_fault())
+        return false;
+    os_count(STATS_MADVISE_CALLS, size);
+    return platform_advise_huge(addr, size);
+}
+
 bool os_wipe_on_fork(void *addr, size_t size)
 {
     os_count(STATS_MADVISE_CALLS, size);

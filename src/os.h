@@ -74,11 +74,18 @@ bool os_thread_start(void *(*fn)(void *), void *arg);
  * if the kernel refused (too old): the range is copied to children as usual. */
 bool os_wipe_on_fork(void *addr, size_t size);
 
+/* With LFHEAP_HUGEPAGES=1 in the environment (read once), asks the kernel to back the
+ * range with transparent huge pages (MADV_HUGEPAGE), for the heap's large mappings: the
+ * arenas and the blocks mapped on their own. Off by default: a huge page is faulted in
+ * whole, so a program touching a few pages of a fresh arena would hold 2 MiB. False
+ * when off or refused (a kernel without them); either way the range works as before. */
+bool os_advise_huge(void *addr, size_t size);
+
 #if OS_FAULT_INJECTION
 /* Failure injection, compiled only into the test variant (`liblfheap-fault.a`): each
- * call above whose failure lfheap handles (all but os_wipe_on_fork) and each retried
- * unmap counts as one OS call, and the injected ones
- * fail as the kernel's would (ENOMEM), before reaching the kernel. */
+ * call above whose failure lfheap handles (all but os_wipe_on_fork; os_advise_huge while
+ * LFHEAP_HUGEPAGES is on) and each retried unmap counts as one OS call, and the injected
+ * ones fail as the kernel's would (ENOMEM), before reaching the kernel. */
 
 /* The `nth` OS call from now (1: the next) fails; with `persistent`, every call from
  * that one on fails too, until os_fault_inject(0, false) lifts the injection. */

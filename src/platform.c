@@ -41,6 +41,11 @@ bool platform_wipe_on_fork(void *addr, size_t size)
     return madvise(addr, size, MADV_WIPEONFORK) == 0;
 }
 
+bool platform_advise_huge(void *addr, size_t size)
+{
+    return madvise(addr, size, MADV_HUGEPAGE) == 0;
+}
+
 bool platform_move(void *old, size_t old_size, void *dest, size_t new_size)
 {
     return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;

@@ -63,6 +63,10 @@ bool platform_decommit(void *addr, size_t size);
  * kernel refused. */
 bool platform_wipe_on_fork(void *addr, size_t size);
 
+/* Asks for transparent huge pages on the range (MADV_HUGEPAGE); false if the kernel
+ * refused (built without them). */
+bool platform_advise_huge(void *addr, size_t size);
+
 /* Moves the pages of [old, old + old_size) onto `dest`, growing to new_size (mremap with
  * MREMAP_FIXED); false on failure, and then both mappings are as they were. */
 bool platform_move(void *old, size_t old_size, void *dest, size_t new_size);

@@ -27,6 +27,13 @@ run threads-preloaded env LD_PRELOAD="$lib" build/t-plain/test_threads
 run purge-preloaded env LD_PRELOAD="$lib" build/t-plain/test_purge
 # A minute's purge delay: only the workers' exits can give the memory back in time.
 run purge-at-exit-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge exit
+# Transparent huge pages: advised on every heap mapping with LFHEAP_HUGEPAGES=1 (where the
+# kernel takes the advice), on none without; contents and zeros survive either way. The
+# stress test's contents checks, and the threads test's, with huge pages too.
+run hugepages-off env LD_PRELOAD="$lib" build/t-plain/test_hugepages
+run hugepages-on env LFHEAP_HUGEPAGES=1 LD_PRELOAD="$lib" build/t-plain/test_hugepages
+run stress-hugepages env LFHEAP_HUGEPAGES=1 LD_PRELOAD="$lib" build/t-plain/test_stress 8 40000
+run threads-hugepages env LFHEAP_HUGEPAGES=1 LD_PRELOAD="$lib" build/t-plain/test_threads
 # Beyond 256 GiB of arenas (288 GiB reserved, a few pages touched, ~36 MB of page map):
 # needs an unlimited address space and an overcommit policy that maps untouched memory.
 if [ "$(ulimit -v)" = unlimited ] && [ "$(cat /proc/sys/vm/overcommit_memory)" != 2 ]; then

@@ -10,6 +10,8 @@ lib=$PWD/build/liblfheap.so
 
 
 run oom build/t-fault/test_oom
+# The same with huge pages: their advice is one more OS call to fail, ignored when it does.
+run oom-hugepages env LFHEAP_HUGEPAGES=1 build/t-fault/test_oom
 run oom-ulimit bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_ulimit"
 
 # The switch leaves nothing in the release libraries: no symbol, no debug-information
