@@ -159,10 +159,13 @@ def command(prog, knobs, scratch, alloc):
 
 
 def environment(prog, alloc=None):
-    """The environment of a run (realrun sets LD_PRELOAD in the program only)."""
+    """The environment of a run (realrun sets LD_PRELOAD in the program only), with the
+    allocator's own settings (lfheap-hugepages: LFHEAP_HUGEPAGES=1)."""
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     env.update(prog.env)
+    if alloc is not None:
+        env.update(alloc.settings)
     return env
 
 
@@ -237,7 +240,7 @@ def check_served(prog, knobs, scratch, alloc, timeout):
     for old in glob.glob(trace + ".*"):
         os.unlink(old)
     prog.prepare(knobs, scratch)
-    env = environment(prog)
+    env = environment(prog, alloc)
     env.update(LD_DEBUG="bindings", LD_DEBUG_OUTPUT=trace)
     cmd = command(prog, knobs, scratch, alloc)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

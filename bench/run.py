@@ -770,7 +770,7 @@ def real_run(res, w, a, rep, runs, knobs, scratch, served, references, timeout, 
         res.add(row)
         return
     prog.prepare(knobs, d)
-    r = run_once(cmd, realprogs.environment(prog), timeout)
+    r = run_once(cmd, realprogs.environment(prog, a), timeout)
     f = r["fields"] or {}
     row.update(status=r["status"], value=f.get("seconds", ""), seconds=f.get("seconds", ""),
                wall_s="%.4f" % r["wall_s"], user_s="%.4f" % r["user_s"],
