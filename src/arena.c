@@ -398,11 +398,10 @@ size_t arena_purge_all(void)
     return released;
 }
 
-/* Releases the runs of every stack that waited out the delay (relaxed glance at each
- * stack: one found empty is skipped, one pushed meanwhile waits for the next purge). */
-static void purge_due(uint32_t now)
+/* Releases the runs of every stack that waited at least `delay` ms (relaxed glance at
+ * each stack: one found empty is skipped, one pushed meanwhile waits for the next purge). */
+static void purge_due(uint32_t now, uint32_t delay)
 {
-    uint32_t delay = purge_delay();
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
         if (dirty_top(atomic_load_explicit(&dirty_stacks[cls], memory_order_relaxed),
                       class_order(cls)))
@@ -410,10 +409,11 @@ static void purge_due(uint32_t now)
     os_retry();
 }
 
-/* Releases the chunks whose delay ran out, unless somebody did in the last `gap` ms: one
- * thread wins the CAS on the last purge time, the others go on, nobody waits. True if
- * this call won. The slow paths (arena_tick) and the purger share it. */
-static bool purge_if_due(uint32_t now, uint32_t gap)
+/* Releases the chunks that waited `delay` ms, unless somebody purged in the last `gap`
+ * ms: one thread wins the CAS on the last purge time, the others go on, nobody waits.
+ * True if this call won. The slow paths (arena_tick, arena_alloc_run) and the purger
+ * share it. */
+static bool purge_if_due(uint32_t now, uint32_t gap, uint32_t delay)
 {
     uint32_t last = atomic_load_explicit(&last_purge_ms, memory_order_relaxed);
     if (now - last < gap)
@@ -423,7 +423,7 @@ static bool purge_if_due(uint32_t now, uint32_t gap)
                                                  memory_order_relaxed))
         return false;
     LFH_PARK(ARENA_TICK_WON);
-    purge_due(now);
+    purge_due(now, delay);
     return true;
 }
 
@@ -486,7 +486,7 @@ void arena_prompt_end(void)
         return;
     /* Every chunk that is due goes, this exit's, other exits' and the ticks'. Not counted
      * as a purge round (last_purge_ms): the ticks keep their own rhythm. */
-    purge_due(platform_now_ms());
+    purge_due(platform_now_ms(), purge_delay());
 }
 
 /* ---- the background purger ---------------------------------------------------------- */
@@ -593,7 +593,7 @@ static void *purger_main(void *arg)
         }
         nap = interval;
         /* Skipped if a slow path purged in the last quarter delay. */
-        purge_if_due(now, interval / 2 + 1);
+        purge_if_due(now, interval / 2 + 1, purge_delay());
     }
 }
 
@@ -626,7 +626,7 @@ void arena_purger_start(void)
 void arena_tick(void)
 {
     uint32_t now = platform_now_ms();
-    purge_if_due(now, purge_delay() / 2 + 1);
+    purge_if_due(now, purge_delay() / 2 + 1, purge_delay());
     /* With the switch on, every tick glances at the heartbeat (a forked child's first
      * slow path finds it 0); a stale one asks the caller to start a purger. Relaxed: see
      * purger_main. */
@@ -830,6 +830,28 @@ static char *dirty_extended(unsigned cls)
     return NULL;
 }
 
+/* Before a fresh run, whose pages the block will fault in: runs waiting dirty are a bet
+ * that their classes are asked for again within the purge delay, and when they are
+ * more than a quarter of the runs held (and at least DIRTY_PRESSURE_MIN) the bet is
+ * losing: the program's blocks have moved to other classes, and the resident size grows
+ * by every fresh run while the dirty ones wait out their delay (sqlite3 building an
+ * index: 16 MiB of its 62 MiB peak). Then the runs that waited DIRTY_PRESSURE_SHARE of
+ * the delay (8 ms of the default 250) go back at once, through the same CAS on the last
+ * purge time as the slow paths' purge, so at most one walk of the stacks per that time.
+ * A share of an eighth of the delay left sqlite3 at 54 MiB; docs/BENCHMARKS.md has the
+ * measurements. Relaxed loads: a glance, as in mostly_dirty. */
+#define DIRTY_PRESSURE_MIN   ((size_t)4 << 20)
+#define DIRTY_PRESSURE_SHARE 32 /* the delay's share that runs wait under pressure: 1/32 */
+static void purge_if_pressed(void)
+{
+    size_t dirty = atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
+    if (dirty < DIRTY_PRESSURE_MIN ||
+        dirty <= atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / 4)
+        return;
+    uint32_t delay = purge_delay() / DIRTY_PRESSURE_SHARE;
+    purge_if_due(platform_now_ms(), delay + 1, delay);
+}
+
 /* A freed run of the first class from `first` to `last` that has one (its class in
  * *cls), or NULL. */
 static char *dirty_pop_among(unsigned *cls, unsigned first, unsigned last)
@@ -883,6 +905,7 @@ static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned 
         run = dirty_pop_among(cls, fit_last + 1, last_dirty);
     if (!run) {
         *zeroed = true;
+        purge_if_pressed();
         run = fresh_run(cls);
         if (run)
             bytes_add(&run_bytes.held, class_size(*cls));

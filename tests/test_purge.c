@@ -8,6 +8,11 @@
  * gives the memory back): when worker threads exit and the process then holds more freed
  * memory than live memory, the exit gives it back at once, and the resident size right
  * after the joins is back near the start.
+ *
+ * `test_purge shift` (run with a purge delay of 3.2 s, whose 1/32 is 100 ms): a program
+ * frees 24 MiB of blocks of one size and then allocates 24 MiB of a size the freed runs
+ * cannot serve (with room left in its arena, so that nothing else purges); the freed runs that waited 100 ms go back before the new blocks fault
+ * their pages in, so the resident size does not hold both (arena.c, purge_if_pressed).
  */
 #include "alloc_names.h"
 #include "testutil.h"
@@ -136,8 +141,48 @@ static void rss_falls_back_when_the_workers_exit(void)
     CHECK(end - start < 16 * 1024);
 }
 
+enum { SHIFT_SMALL = 256 << 10, SHIFT_LARGE = 4 << 20, SHIFT_BYTES = 24 << 20 };
+static void *shift_blocks[SHIFT_BYTES / SHIFT_SMALL];
+
+static void rss_stays_flat_when_sizes_shift(void)
+{
+    long start = test_rss_kib();
+    size_t small = SHIFT_BYTES / SHIFT_SMALL, large = SHIFT_BYTES / SHIFT_LARGE;
+    for (size_t i = 0; i < small; i++) {
+        shift_blocks[i] = malloc(SHIFT_SMALL);
+        REQUIRE(shift_blocks[i]);
+        memset(shift_blocks[i], (int)i, SHIFT_SMALL);
+    }
+    long peak = test_rss_kib();
+    CHECK(peak - start > 22 * 1024);
+    for (size_t i = 0; i < small; i++)
+        free(shift_blocks[i]);
+    /* The freed runs wait a thirty-second of the delay: 100 ms. */
+    usleep(150 * 1000);
+    for (size_t i = 0; i < large; i++) {
+        shift_blocks[i] = malloc(SHIFT_LARGE);
+        REQUIRE(shift_blocks[i]);
+        memset(shift_blocks[i], (int)i, SHIFT_LARGE);
+    }
+    long end = test_rss_kib();
+    printf("# rss: start %ld KiB, 24 MiB of 256 KiB blocks %ld KiB, freed and replaced by "
+           "24 MiB of 4 MiB blocks %ld KiB\n",
+           start, peak, end);
+    /* Both sets resident would be 48 MiB above the start. */
+    CHECK(end - start < 36 * 1024);
+    for (size_t i = 0; i < large; i++) {
+        unsigned char *b = shift_blocks[i];
+        CHECK(b[0] == (unsigned char)i && b[SHIFT_LARGE - 1] == (unsigned char)i);
+        free(b);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "shift") == 0) {
+        RUN(rss_stays_flat_when_sizes_shift);
+        return test_exit_status();
+    }
     if (argc > 1 && strcmp(argv[1], "exit") == 0) {
         RUN(rss_falls_back_when_the_workers_exit);
         return test_exit_status();
