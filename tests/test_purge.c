@@ -11,8 +11,9 @@
  *
  * `test_purge shift` (run with a purge delay of 3.2 s, whose 1/32 is 100 ms): a program
  * frees 24 MiB of blocks of one size and then allocates 24 MiB of a size the freed runs
- * cannot serve (with room left in its arena, so that nothing else purges); the freed runs that waited 100 ms go back before the new blocks fault
- * their pages in, so the resident size does not hold both (arena.c, purge_if_pressed).
+ * cannot serve, with room left in its arena so that nothing else purges; the freed runs
+ * that waited 100 ms go back before the new blocks fault their pages in, so the
+ * resident size does not hold both (arena.c, purge_if_pressed).
  */
 #include "alloc_names.h"
 #include "testutil.h"
