@@ -49,6 +49,12 @@ ALL_NAMES = ["lfheap"] + [p[0] for p in PEERS]
 LFHEAP_SETTINGS = {"lfheap-hugepages": {"LFHEAP_HUGEPAGES": "1"}}
 
 
+def is_peer(name):
+    """True for another allocator, the ones lfheap is compared with: not lfheap itself,
+    with or without a setting."""
+    return name != "lfheap" and name not in LFHEAP_SETTINGS
+
+
 def note(msg):
     print(msg, file=sys.stderr, flush=True)
 

@@ -522,9 +522,8 @@ def best_peer(rows, metric=None):
         throughput = metric[workload] == "mops"
         meds = {a: (median(v), median(r)) for a, (v, r) in values[(workload, threads)].items()}
         lf, lf_rss = meds.pop("lfheap", (None, None))
-        # lfheap with a setting (lfheap-hugepages) is no peer: it is not another allocator.
         peers = [(a, v, r) for a, (v, r) in meds.items()
-                 if v is not None and a not in benchlib.LFHEAP_SETTINGS]
+                 if v is not None and benchlib.is_peer(a)]
         c = {"workload": workload, "threads": threads, "metric": metric[workload],
              "lfheap": lf, "lfheap_rss": lf_rss, "time_peer": None,
              "time_peer_value": None, "time_ratio": None, "rss_peer": None,
@@ -791,7 +790,7 @@ def real_lines(res, names, served, have_lfheap):
     """The summary's real-program part: each program's median time and peak RSS per
     allocator (in brackets lfheap's over this allocator's), the geometric mean of those
     ratios over the programs per peer, and which allocators did not serve a program."""
-    peers = [a for a in res.allocators if a != "lfheap" and a not in benchlib.LFHEAP_SETTINGS]
+    peers = [a for a in res.allocators if benchlib.is_peer(a)]
     out = ["Real programs (bench/real/, run by `build/bench/realrun`): median wall "
            "seconds of the whole process, median peak RSS in MiB, and median CPU seconds "
            "(user + sys of the program and its children, which other work on a busy "

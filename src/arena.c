@@ -514,8 +514,7 @@ static bool background_enabled(void)
     /* Relaxed: every thread computes the same value from the environment. */
     int on = atomic_load_explicit(&background_on, memory_order_relaxed);
     if (on < 0) {
-        const char *env = platform_getenv("LFHEAP_BACKGROUND");
-        on = env && env[0] != '\0' && !(env[0] == '0' && env[1] == '\0');
+        on = platform_env_switch("LFHEAP_BACKGROUND");
         atomic_store_explicit(&background_on, on, memory_order_relaxed);
     }
     return on;
@@ -625,8 +624,8 @@ void arena_purger_start(void)
 
 void arena_tick(void)
 {
-    uint32_t now = platform_now_ms();
-    purge_if_due(now, purge_delay() / 2 + 1, purge_delay());
+    uint32_t now = platform_now_ms(), delay = purge_delay();
+    purge_if_due(now, delay / 2 + 1, delay);
     /* With the switch on, every tick glances at the heartbeat (a forked child's first
      * slow path finds it 0); a stale one asks the caller to start a purger. Relaxed: see
      * purger_main. */

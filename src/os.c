@@ -268,8 +268,7 @@ bool os_advise_huge(void *addr, size_t size)
     /* Relaxed: every thread computes the same value from the environment. */
     int on = atomic_load_explicit(&huge_pages_on, memory_order_relaxed);
     if (on < 0) {
-        const char *env = platform_getenv("LFHEAP_HUGEPAGES");
-        on = env && env[0] != '\0' && !(env[0] == '0' && env[1] == '\0');
+        on = platform_env_switch("LFHEAP_HUGEPAGES");
         atomic_store_explicit(&huge_pages_on, on, memory_order_relaxed);
     }
     if (!on || os_fault())

@@ -123,6 +123,12 @@ const char *platform_getenv(const char *name)
     return getenv(name);
 }
 
+bool platform_env_switch(const char *name)
+{
+    const char *env = getenv(name);
+    return env && env[0] != '\0' && !(env[0] == '0' && env[1] == '\0');
+}
+
 uint64_t platform_pid(void)
 {
     return (uint64_t)getpid();

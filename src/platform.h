@@ -104,6 +104,10 @@ uint32_t platform_now_ms(void);
 /* The environment variable `name`, or NULL. Does not allocate. */
 const char *platform_getenv(const char *name);
 
+/* Whether the switch `name` is on: set to anything but empty or "0" (LFHEAP_BACKGROUND,
+ * LFHEAP_HUGEPAGES, LFHEAP_STATS). Does not allocate. */
+bool platform_env_switch(const char *name);
+
 /* The process id, for reports. */
 uint64_t platform_pid(void);
 

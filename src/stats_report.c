@@ -432,8 +432,7 @@ static bool stats_at_exit;
 
 __attribute__((constructor)) static void stats_config(void)
 {
-    const char *env = platform_getenv("LFHEAP_STATS");
-    stats_at_exit = env && env[0] && strcmp(env, "0") != 0;
+    stats_at_exit = platform_env_switch("LFHEAP_STATS");
 }
 
 __attribute__((destructor)) static void stats_exit_report(void)

@@ -162,9 +162,10 @@ static void memory_given_back_reads_as_zeros(void)
 
 int main(void)
 {
-    expect_advice = switch_on() && kernel_takes_advice();
+    bool taken = kernel_takes_advice();
+    expect_advice = switch_on() && taken;
     printf("# LFHEAP_HUGEPAGES %s, kernel %s the advice: expecting it %s\n",
-           switch_on() ? "on" : "off", kernel_takes_advice() ? "takes" : "refuses",
+           switch_on() ? "on" : "off", taken ? "takes" : "refuses",
            expect_advice ? "on every heap mapping" : "on none");
     RUN(every_heap_mapping_is_advised);
     RUN(memory_given_back_reads_as_zeros);
