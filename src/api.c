@@ -216,7 +216,7 @@ struct descriptor *api_block_descriptor(const void *ptr, const char *routine)
     /* The secure build stops the program: a block start below the carve frontier that
      * is not live carries the free mark. */
     if (SECURE_ENABLED && ptr) {
-        bool freed = desc && heap_is_block_start(desc, ptr) && !heap_block_uncarved(desc, ptr);
+        bool freed = desc && heap_is_carved_block(desc, ptr);
         secure_fail(freed ? "double free" : "invalid pointer", routine, ptr);
     }
     return NULL;

@@ -258,20 +258,20 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     }
     d->class_index = (uint8_t)cls;
     d->class_scaled = (uint16_t)(cls * SIZECLASS_STRIDE);
-    /* See heap_is_block_start: c = floor(2^64 / d) + 1, which for a power of two d is one
-     * more than UINT64_MAX / d + 1. */
+    /* See heap_block_key: c = floor(2^64 / d) + 1, which for a power of two d is one more
+     * than UINT64_MAX / d + 1. */
     uint64_t magic = UINT64_MAX / d->block_size + 1;
     if ((d->block_size & (d->block_size - 1)) == 0)
         magic++;
     d->block_magic = magic;
-    d->block_limit = (uint64_t)d->max_count * (magic * d->block_size);
+    d->block_limit = heap_block_key(d, start + (size_t)d->max_count * d->block_size);
     /* Relaxed: nobody else can reach this descriptor until its blocks are handed out. */
     atomic_store_explicit(&d->owner, tid, memory_order_relaxed);
     uint64_t anchor = anchor_make(ANCHOR_FULL, ANCHOR_AVAIL_NONE, 0, d->max_count);
     anchor_check(d, anchor);
     atomic_store_explicit(&d->anchor, anchor, memory_order_relaxed);
-    /* Relaxed: the page map's publication orders it before any free of the blocks. */
-    atomic_store_explicit(&d->carve, start, memory_order_relaxed);
+    /* The page map's publication orders it before any free of the blocks. */
+    heap_set_carve_frontier(d, start);
     if (!pagemap_set(start, size, d)) {
         arena_free(start, size);
         desc_retire(d);
@@ -319,8 +319,9 @@ static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_
      * acquire CAS orders that store before this read. (A tail of max_count means the
      * anchor has none: a cache may still be carving.) */
     LFH_INVARIANT("anchor tail is the carve frontier",
-                  tail == d->max_count || atomic_load_explicit(&d->carve, memory_order_relaxed) ==
-                                              d->start + (size_t)tail * d->block_size);
+                  tail == d->max_count ||
+                      atomic_load_explicit(&d->carved_limit, memory_order_relaxed) ==
+                          heap_block_key(d, d->start + (size_t)tail * d->block_size));
     out->desc = d;
     out->chain = anchor_chain(d, old);
     out->chain_count = anchor_count(old) - (d->max_count - tail);
@@ -351,7 +352,7 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
     /* Relaxed: the caller holds the tail, so nobody else writes the frontier; the CAS
      * below releases it to whoever takes the tail next. */
     if (bump)
-        atomic_store_explicit(&d->carve, bump, memory_order_relaxed);
+        heap_set_carve_frontier(d, bump);
     if (returned == 0)
         return;
     /* No arena_tick here: give-backs are the most frequent slow path under remote frees,
@@ -493,13 +494,12 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     d->max_count = 0;
     d->class_index = HEAP_CLASS_LARGE;
     d->class_scaled = (uint16_t)(HEAP_CLASS_LARGE * SIZECLASS_STRIDE);
-    /* heap_is_block_start accepts offset 0 only: the block's start. */
+    /* The block key is the offset: its one block start, offset 0, is in the superblock's
+     * sense carved (handed out). Relaxed, as for a superblock: the page map publishes it. */
     d->block_magic = 1;
     d->block_limit = 1;
+    atomic_store_explicit(&d->carved_limit, 1, memory_order_relaxed);
     d->records = NULL;
-    /* Past every address: a large block's one block start was handed out. Relaxed, as
-     * for a superblock: the page map publishes it. */
-    atomic_store_explicit(&d->carve, (char *)UINTPTR_MAX, memory_order_relaxed);
     /* A plain malloc's record; the routines with sticky properties overwrite it. */
     d->large_request = size;
     d->large_flags = HEAP_RECORD_MALLOC;

@@ -54,15 +54,6 @@ LFH_INLINE void heap_check_block(const struct descriptor *desc, const void *ptr)
                       : index < desc->max_count && index * desc->block_size == offset);
 }
 
-/* True if no block at or past `block`, a block start of `desc`, was ever handed out.
- * Relaxed: a free of a block that was handed out follows, through the program's own
- * hand-off of the pointer, the carve that handed it out, so it reads that frontier or a
- * later one; only a block never handed out can be judged uncarved. */
-LFH_INLINE bool heap_block_uncarved(const struct descriptor *desc, const void *block)
-{
-    return (const char *)block >= atomic_load_explicit(&desc->carve, memory_order_relaxed);
-}
-
 /* The free mark: a freed small block's second word holds heap_free_mark, a per-process
  * random value, combined with the block's own address (heap_block_mark), from the moment
  * it is freed until it is handed out again (every way out of the heap clears it). A free
@@ -139,11 +130,9 @@ LFH_INLINE void heap_link_set(void *block, void *next)
  * block without the free mark. free, realloc and the queries take nothing else. */
 LFH_INLINE bool heap_block_live(const struct descriptor *desc, const void *ptr)
 {
-    if (!heap_is_block_start(desc, ptr))
+    if (!heap_is_carved_block(desc, ptr))
         return false;
     heap_check_block(desc, ptr);
-    if (heap_block_uncarved(desc, ptr))
-        return false;
     return desc->class_index == HEAP_CLASS_LARGE || !heap_block_marked_free(ptr, heap_mark());
 }
 

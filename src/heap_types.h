@@ -50,11 +50,9 @@ struct descriptor {
     _Atomic uint64_t owner; /* id of the thread cache that may reuse freed blocks */
     char *start;            /* first byte of the superblock or large mapping */
     size_t size;            /* bytes of the superblock or large mapping */
-    /* Whether an address is the start of one of the superblock's blocks, in one multiply
-     * and one compare (heap_is_block_start); for a large block 1 and 1 (its start only); 0 and 0
-     * for the sentinel of foreign memory (nothing). */
+    /* An address's block key (heap_block_key) is its offset times this: 1 for a large
+     * block, 0 for the sentinel of foreign memory. */
     uint64_t block_magic;
-    uint64_t block_limit;
     uint32_t *records;     /* a tracked class's per-block records; NULL otherwise */
     uint32_t block_size;   /* bytes per block (small only) */
     uint32_t max_count;    /* blocks in the superblock (small only) */
@@ -73,28 +71,60 @@ struct descriptor {
     uint32_t large_flags;
     size_t large_request;
 
-    /* The carve frontier: every block below it has been handed out at least once, none at
-     * or above it ever was (Streamflow's bump allocation carves in address order). Written
-     * only by whoever holds the superblock's uncarved tail — the cache bumping through it
+    /* The carve frontier, as the key of its address (heap_block_key): every block below
+     * it has been handed out at least once, none at or above it ever was (Streamflow's
+     * bump allocation carves in address order). So one compare of a block key with it
+     * tells a block start that was handed out (heap_is_carved_block). Written only by
+     * whoever holds the superblock's uncarved tail — the cache bumping through it
      * (tcache_bin_take), or heap_give_back when the tail goes back to the anchor — and
-     * read by every free, which refuses a block start at or above it. For a large block,
-     * its end. On this line rather than the first: it changes with every carved block,
+     * read by every free. 1 for a large block (its start only), 0 for the sentinel
+     * (nothing). On this line rather than the first: it changes with every carved block,
      * and the first line is read by the frees of other threads. */
-    _Atomic(char *) carve;
+    _Atomic uint64_t carved_limit;
+    /* The key of the superblock's end: every block start's key is below it (1 for a large
+     * block, 0 for the sentinel), carved or not. */
+    uint64_t block_limit;
 };
 
-/* True if `ptr`, an address inside the superblock `desc` describes, is the start of one
- * of its blocks: free must not take an interior pointer (or one into the superblock's
- * unused tail) into a list, or the block would later be handed out twice.
- *
- * With d the block size, c = floor(2^64 / d) + 1 and e = c * d - 2^64 (0 < e <= d), an
- * offset x = q * d + r below 2^32 gives x * c mod 2^64 = q * e + r * c: that is q * e
- * (< 2^32) when r = 0 and at least c (> 2^48) otherwise. So one compare with
- * max_count * e accepts exactly the block starts with q < max_count (Lemire, Kaser and
- * Kurz's divisibility test, extended with the bound). */
+/* The block key of `ptr`, an address inside the superblock `desc` describes: with d the
+ * block size, c = floor(2^64 / d) + 1 and e = c * d - 2^64 (0 < e <= d), an offset
+ * x = q * d + r below 2^32 gives x * c mod 2^64 = q * e + r * c: that is q * e (< 2^32)
+ * when r = 0 and at least c (> 2^48) otherwise. So one compare of the key with k * e
+ * accepts exactly the block starts of the first k blocks (Lemire, Kaser and Kurz's
+ * divisibility test, extended with a bound): k = max_count is heap_is_block_start, k = the
+ * blocks carved so far heap_is_carved_block, which free uses to refuse an interior
+ * pointer, a pointer into the unused tail and a block never handed out in one test. */
+LFH_INLINE uint64_t heap_block_key(const struct descriptor *desc, const void *ptr)
+{
+    return (uint64_t)((const char *)ptr - desc->start) * desc->block_magic;
+}
+
+/* True if `ptr` is the start of one of the superblock's blocks, handed out or not: free
+ * must not take an interior pointer into a list, or the block would later be handed out
+ * twice. */
 LFH_INLINE bool heap_is_block_start(const struct descriptor *desc, const void *ptr)
 {
-    return (uint64_t)((const char *)ptr - desc->start) * desc->block_magic < desc->block_limit;
+    return heap_block_key(desc, ptr) < desc->block_limit;
+}
+
+/* True if `ptr` is the start of a block below the carve frontier: handed out at least
+ * once. Relaxed: a free of a block that was handed out follows, through the program's own
+ * hand-off of the pointer, the carve that handed it out, so it reads that frontier or a
+ * later one; only a block never handed out can be judged uncarved. */
+LFH_INLINE bool heap_is_carved_block(const struct descriptor *desc, const void *ptr)
+{
+    return heap_block_key(desc, ptr) <
+           atomic_load_explicit(&desc->carved_limit, memory_order_relaxed);
+}
+
+/* Moves the carve frontier of `desc` to `frontier`, a block boundary (the superblock's
+ * end included). Relaxed: only whoever holds the uncarved tail writes it (see
+ * carved_limit); the program's hand-off of a carved block orders this store before any
+ * free of it, and the anchor's CAS carries it to the tail's next holder. */
+LFH_INLINE void heap_set_carve_frontier(struct descriptor *desc, const char *frontier)
+{
+    atomic_store_explicit(&desc->carved_limit, heap_block_key(desc, frontier),
+                          memory_order_relaxed);
 }
 
 _Static_assert(offsetof(struct descriptor, anchor) == LFH_CACHE_LINE,

@@ -352,8 +352,7 @@ static void *alloc_slow(unsigned cls)
     bin_install(bin, cold, NULL, 0);
     void *block = bin->bump;
     bin->bump += bin->block_size;
-    /* Relaxed, as on the fast path (tcache_bin_take). */
-    atomic_store_explicit(&fill.desc->carve, bin->bump, memory_order_relaxed);
+    heap_set_carve_frontier(fill.desc, bin->bump);
     heap_block_hand_out(block, bin->block_size);
     return block;
 }

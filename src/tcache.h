@@ -124,9 +124,8 @@ LFH_INLINE void *tcache_bin_take(uintptr_t bin_base)
         bin->bump = next;
         struct tcache_cold TCACHE_SEG *cold =
             (TCACHE_SEG struct tcache_cold *)(bin_base + TCACHE_COLD_OFFSET);
-        /* Relaxed: this cache alone carves the range; a free of the block follows this
-         * store through the program's hand-off (heap_block_uncarved). */
-        atomic_store_explicit(&cold->bump_desc->carve, next, memory_order_relaxed);
+        /* This cache alone carves the range (heap_set_carve_frontier). */
+        heap_set_carve_frontier(cold->bump_desc, next);
         heap_block_hand_out(fresh, bin->block_size);
         return fresh;
     }
@@ -167,11 +166,9 @@ LFH_INLINE enum tcache_free_result tcache_free(void *block, struct descriptor *d
     /* An interior pointer, a block never handed out or one already freed goes the slow
      * way, which ignores it (heap_block_live). The sentinel descriptor of foreign memory
      * has no block start. */
-    if (LFH_UNLIKELY(!heap_is_block_start(desc, block)))
+    if (LFH_UNLIKELY(!heap_is_carved_block(desc, block)))
         return TCACHE_FREE_REFUSED;
     heap_check_block(desc, block);
-    if (LFH_UNLIKELY(heap_block_uncarved(desc, block)))
-        return TCACHE_FREE_REFUSED;
     /* Relaxed: the owner is a hint for locality (see tcache.c); a stale value only sends
      * the block the slower, equally correct way. */
     if (LFH_UNLIKELY(atomic_load_explicit(&desc->owner, memory_order_relaxed) !=

@@ -74,7 +74,7 @@ static void case_free_index(void)
 {
     char *block = lfh_malloc(64);
     struct descriptor *desc = pagemap_desc_or_foreign(block);
-    desc->block_limit = UINT64_MAX;
+    atomic_store_explicit(&desc->carved_limit, UINT64_MAX, memory_order_relaxed);
     lfh_free(block + 16);
 }
 
