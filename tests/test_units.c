@@ -156,6 +156,18 @@ static void heap_block_start_is_exact(void)
         CHECK(wrong == 0);
         /* the first address past the last block is refused even when it is a multiple */
         CHECK(!heap_is_block_start(d, d->start + (size_t)d->max_count * d->block_size));
+        /* heap_is_carved_block, free's test, accepts exactly the block starts below the
+         * carve frontier, wherever the frontier is */
+        uint32_t frontiers[] = {0, 1, d->max_count / 2, d->max_count - 1, d->max_count};
+        for (size_t i = 0; i < sizeof frontiers / sizeof frontiers[0]; i++) {
+            heap_set_carve_frontier(d, d->start + (size_t)frontiers[i] * d->block_size);
+            size_t wrong_carved = 0;
+            for (size_t x = 0; x < d->size; x++) {
+                bool expected = x % d->block_size == 0 && x / d->block_size < frontiers[i];
+                wrong_carved += heap_is_carved_block(d, d->start + x) != expected;
+            }
+            CHECK(wrong_carved == 0);
+        }
         heap_give_back(d, NULL, NULL, 0, f.bump);
         CHECK(pagemap_desc_or_null(d->start) == NULL || pagemap_desc_or_null(d->start) != d);
     }
