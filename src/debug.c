@@ -55,11 +55,18 @@ static bool abort_enabled(void)
     return enabled;
 }
 
+/* LFHEAP_UNFREED=0 silences the report of unfreed storage at exit (debug_exit_report):
+ * programs that never free everything before they exit (most interpreters), and test
+ * harnesses that expect an empty stderr from the programs they run. */
+static bool unfreed_report = true;
+
 /* Read when the library is loaded, so that the program's own environment changes do
  * not matter. */
 __attribute__((constructor)) static void debug_config(void)
 {
     abort_enabled();
+    const char *env = platform_getenv("LFHEAP_UNFREED");
+    unfreed_report = !(env && strcmp(env, "0") == 0);
 }
 
 static void report_end(struct out *o)
@@ -222,6 +229,8 @@ extern size_t malloc_unfreed(void) __attribute__((weak, visibility("default")));
 /* A warning, not an error: it never aborts, so the exit status stays the program's. */
 __attribute__((destructor)) static void debug_exit_report(void)
 {
+    if (!unfreed_report)
+        return;
     uint64_t count[STATS_COUNTERS];
     stats_sum(count);
     /* Threads still running may have counted a free but not yet its allocation. */

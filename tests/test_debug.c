@@ -320,6 +320,13 @@ static void unfreed_bytes_less_malloc_unfreed(void)
                         "unfreed, 200 declared by malloc_unfreed)") != NULL);
     run_child("unfreed", (const char *const[]){"TEST_UNFREED", "1000", NULL}, &o);
     CHECK(WIFEXITED(o.status) && o.err[0] == '\0');
+    /* LFHEAP_UNFREED=0 silences the report; any other value keeps it */
+    run_child("unfreed", (const char *const[]){"TEST_UNFREED", "0", "LFHEAP_UNFREED", "0", NULL},
+              &o);
+    CHECK(WIFEXITED(o.status) && WEXITSTATUS(o.status) == 0 && o.err[0] == '\0');
+    run_child("unfreed", (const char *const[]){"TEST_UNFREED", "0", "LFHEAP_UNFREED", "1", NULL},
+              &o);
+    CHECK(strstr(o.err, "unfreed storage: 1,000 bytes requested and not freed") != NULL);
 }
 
 int main(int argc, char **argv)
