@@ -43,7 +43,7 @@ import realprogs  # noqa: E402
 # --threads. "metric" is what the table shows: seconds (lower is better) or Mops/s.
 WORKLOADS = ["linux-scalability", "threadtest", "larson", "cache-thrash", "cache-scratch",
              "consume", "recycle", "churn", "speed", "memory", "thread-churn",
-             "thread-churn-concurrent", "large", "oversubscribed"]
+             "thread-churn-concurrent", "large", "oversubscribed", "pool-rebuild"]
 # The `real` group: real programs from Debian packages (bench/realprogs.py), each run
 # once per allocator per repetition like a workload at one thread.
 REAL = realprogs.NAMES
@@ -82,6 +82,8 @@ PROFILES = {
             "large": {"iterations": 2000, "slots": 20, "min_mib": 5, "max_mib": 25},
             "oversubscribed": {"ops": 10000000, "slots": 8192, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
+            "pool-rebuild": {"rounds": 50, "steps": 20000, "slots": 1000, "large": 10, "share": 4,
+                             "max_kib": 4096},
             "python": {"rounds": 10000, "checksum": 339342658},
             "ruby": {"rounds": 4000, "checksum": 281589796},
             "sqlite3": {}, "gcc": {"functions": 1500}, "z3": {}, "db_bench": {"num": 1000000},
@@ -110,6 +112,8 @@ PROFILES = {
             "large": {"iterations": 100, "slots": 20, "min_mib": 5, "max_mib": 25},
             "oversubscribed": {"ops": 2000000, "slots": 8192, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
+            "pool-rebuild": {"rounds": 20, "steps": 20000, "slots": 1000, "large": 10, "share": 4,
+                             "max_kib": 4096},
             # each about 1 s of CPU on the project's machine
             "python": {"rounds": 2000, "checksum": 237712233},
             "ruby": {"rounds": 800, "checksum": 884739543},
@@ -137,6 +141,8 @@ PROFILES = {
             "large": {"iterations": 6, "slots": 4, "min_mib": 1, "max_mib": 2},
             "oversubscribed": {"ops": 20000, "slots": 512, "handoff": 30,
                                "handoff_max": 1024, "realloc": 10, "medium": 20, "large": 500},
+            "pool-rebuild": {"rounds": 2, "steps": 500, "slots": 100, "large": 10, "share": 4,
+                             "max_kib": 256},
             "python": {"rounds": 50, "checksum": 919471015},
             "ruby": {"rounds": 50, "checksum": 255579351},
             "sqlite3": {}, "gcc": {"functions": 50}, "z3": {}, "db_bench": {"num": 1000},

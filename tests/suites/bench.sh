@@ -39,6 +39,7 @@ PROGS=(
     "thread-churn-concurrent --threads=8 --rounds=3 --blocks=30 --settle_ms=0"
     "large --threads=2 --iterations=20 --min_mib=1 --max_mib=2"
     "oversubscribed --threads=4 --ops=20000 --slots=256"
+    "pool-rebuild --threads=2 --rounds=3 --steps=500 --slots=100 --max_kib=256"
 )
 
 for entry in "${PROGS[@]}"; do
