@@ -400,31 +400,34 @@ size_t arena_purge_all(void)
 
 /* Releases the runs of every stack that waited at least `delay` ms (relaxed glance at
  * each stack: one found empty is skipped, one pushed meanwhile waits for the next purge). */
-static void purge_due(uint32_t now, uint32_t delay)
+static uint64_t purge_due(uint32_t now, uint32_t delay)
 {
+    uint64_t released = 0;
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
         if (dirty_top(atomic_load_explicit(&dirty_stacks[cls], memory_order_relaxed),
-                      class_order(cls)))
-            purge_class(cls, now, delay, false);
+                      class_order(cls)) &&
+            purge_class(cls, now, delay, false) > 0)
+            released |= (uint64_t)1 << cls;
     os_retry();
+    return released;
 }
 
 /* Releases the chunks that waited `delay` ms, unless somebody purged in the last `gap`
  * ms: one thread wins the CAS on the last purge time, the others go on, nobody waits.
- * True if this call won. The slow paths (arena_tick, arena_alloc_run) and the purger
- * share it. */
-static bool purge_if_due(uint32_t now, uint32_t gap, uint32_t delay)
+ * Returns the classes whose stacks gave runs back (a bit per class), 0 if this call lost
+ * or released nothing. The slow paths (arena_tick, arena_alloc_run) and the purger share
+ * it. */
+static uint64_t purge_if_due(uint32_t now, uint32_t gap, uint32_t delay)
 {
     uint32_t last = atomic_load_explicit(&last_purge_ms, memory_order_relaxed);
     if (now - last < gap)
-        return false;
+        return 0;
     /* Relaxed: the stacks carry their own ordering. */
     if (!atomic_compare_exchange_strong_explicit(&last_purge_ms, &last, now, memory_order_relaxed,
                                                  memory_order_relaxed))
-        return false;
+        return 0;
     LFH_PARK(ARENA_TICK_WON);
-    purge_due(now, delay);
-    return true;
+    return purge_due(now, delay);
 }
 
 /* True if no chunk waits on any dirty stack (relaxed: a glance, acted on later). */
@@ -464,56 +467,82 @@ void arena_prompt_begin(void)
     prompt_depth++;
 }
 
-/* A program that joins its worker threads and starts new ones at once (a pool rebuilt
- * for every batch of work) had its exits purge all that the pool held, mostly dirty by
- * then, and its next threads fault all of it in again: bench/pool-rebuild at 4 threads
- * took 0.95 s, against 0.23 s without that purge, at the same peak RSS (tcmalloc: 0.21
- * s). So the exit purge keeps score: when it ran and how many bytes it released, and how
- * many bytes fresh runs took within a window after it (arena_alloc_run). While the last
- * exit purge, at most a window ago, saw at least half its bytes come back that way, exits
- * leave the freed runs to the delay's purge (ticks, pressure, the purger), as other
- * allocators do; an exit after the window purges again. The window is 8 purge delays and
- * at least EXIT_REGRET_MIN_MS. Relaxed counters: a glance that only picks between two
- * correct choices, as in mostly_dirty. */
-#define EXIT_REGRET_MIN_MS 2000
-static _Atomic uint32_t exit_purge_ms;
-static _Atomic size_t exit_purge_bytes;
-static _Atomic size_t exit_refaulted;
+/* ---- early purges keep score --------------------------------------------------------- */
 
-static uint32_t exit_regret_window(void)
+/* Two purges do not wait for the delay: a thread exit's, when the process holds more
+ * freed runs than runs in use (arena_prompt_end), and the one under pressure, before a
+ * fresh run (purge_if_pressed). Both bet that the runs they release will not be asked for
+ * again soon, and a program that joins its worker pool and starts a new one at once (a
+ * pool rebuilt for every batch of work) makes both lose: its exits purged all that the
+ * pool held and its next threads faulted it all in again (bench/pool-rebuild at 4
+ * threads: 0.95 s, against 0.23 s without the exit purge, at the same peak RSS; tcmalloc
+ * 0.21 s), and the pressure purges released runs of the sizes the pool keeps asking for.
+ * So each keeps score: when it last ran, the run classes it released, how many bytes,
+ * and how many bytes fresh runs of those classes took within a window after it
+ * (arena_alloc_run, where a dirty run of the class would have served). While that is at
+ * least half of what it released, and the window has not run out, it leaves the freed
+ * runs to the delay's purge (ticks, the purger), as other allocators do; after the window
+ * it purges again. Sizes a program has left behind (sqlite3 building an index after
+ * filling a table, purge_if_pressed) are not asked for again, so their purge keeps going.
+ * The window is 8 purge delays and at least REGRET_MIN_MS. Relaxed: a glance that only
+ * picks between two correct choices (purge now or at the delay), as in mostly_dirty; a
+ * racing update at worst scores one purge against another's refaults. */
+#define REGRET_MIN_MS 2000
+_Static_assert(ARENA_CLASSES <= 64, "a bit per run class");
+struct purge_score {
+    _Atomic uint32_t ms;      /* when the purge last ran */
+    _Atomic uint64_t classes; /* the run classes it released */
+    _Atomic size_t bytes;     /* the bytes it released (0: none yet) */
+    _Atomic size_t refaulted; /* bytes of fresh runs of those classes since */
+};
+static struct purge_score exit_score, pressure_score;
+
+static uint32_t regret_window(void)
 {
     uint32_t window = 8 * purge_delay();
-    return window > EXIT_REGRET_MIN_MS ? window : EXIT_REGRET_MIN_MS;
+    return window > REGRET_MIN_MS ? window : REGRET_MIN_MS;
 }
 
-static bool exit_purge_regretted(uint32_t now)
+static bool purge_regretted(struct purge_score *score, uint32_t now)
 {
-    size_t purged = atomic_load_explicit(&exit_purge_bytes, memory_order_relaxed);
-    return purged != 0 &&
-           now - atomic_load_explicit(&exit_purge_ms, memory_order_relaxed) <
-               exit_regret_window() &&
-           atomic_load_explicit(&exit_refaulted, memory_order_relaxed) >= purged / 2;
+    size_t bytes = atomic_load_explicit(&score->bytes, memory_order_relaxed);
+    return bytes != 0 &&
+           now - atomic_load_explicit(&score->ms, memory_order_relaxed) < regret_window() &&
+           atomic_load_explicit(&score->refaulted, memory_order_relaxed) >= bytes / 2;
+}
+
+static void purge_scored(struct purge_score *score, uint32_t now, size_t bytes, uint64_t classes)
+{
+    atomic_store_explicit(&score->refaulted, 0, memory_order_relaxed);
+    atomic_store_explicit(&score->classes, classes, memory_order_relaxed);
+    atomic_store_explicit(&score->bytes, bytes, memory_order_relaxed);
+    atomic_store_explicit(&score->ms, now, memory_order_relaxed);
+}
+
+/* A fresh run of `bytes` was taken for a request that a dirty run of a class from
+ * `first` to `last` would have served: if the purge released runs of such a class within
+ * the window, the pages coming back may be theirs. */
+static void purge_score_fresh(struct purge_score *score, uint32_t now, unsigned first,
+                              unsigned last, size_t bytes)
+{
+    uint64_t range = (~(uint64_t)0 >> (63 - last)) & (~(uint64_t)0 << first);
+    if (atomic_load_explicit(&score->bytes, memory_order_relaxed) != 0 &&
+        (atomic_load_explicit(&score->classes, memory_order_relaxed) & range) != 0 &&
+        now - atomic_load_explicit(&score->ms, memory_order_relaxed) < regret_window())
+        bytes_add(&score->refaulted, bytes);
+}
+
+static size_t dirty_bytes(void)
+{
+    return atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
 }
 
 static void exit_purge(uint32_t now)
 {
-    size_t before = atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
+    size_t before = dirty_bytes();
     arena_purge_all();
-    size_t after = atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
-    atomic_store_explicit(&exit_refaulted, 0, memory_order_relaxed);
-    atomic_store_explicit(&exit_purge_bytes, before > after ? before - after : 0,
-                          memory_order_relaxed);
-    atomic_store_explicit(&exit_purge_ms, now, memory_order_relaxed);
-}
-
-/* A fresh run of `bytes` was taken: if an exit purged within the window, its pages may be
- * the ones coming back. */
-static void exit_purge_score(size_t bytes)
-{
-    if (atomic_load_explicit(&exit_purge_bytes, memory_order_relaxed) != 0 &&
-        platform_now_ms() - atomic_load_explicit(&exit_purge_ms, memory_order_relaxed) <
-            exit_regret_window())
-        bytes_add(&exit_refaulted, bytes);
+    size_t after = dirty_bytes();
+    purge_scored(&exit_score, now, before > after ? before - after : 0, ~(uint64_t)0);
 }
 
 void arena_prompt_end(void)
@@ -523,7 +552,7 @@ void arena_prompt_end(void)
     if (mostly_dirty()) {
         prompt_freed = false;
         uint32_t now = platform_now_ms();
-        if (!exit_purge_regretted(now))
+        if (!purge_regretted(&exit_score, now))
             exit_purge(now);
         return;
     }
@@ -895,14 +924,18 @@ static char *dirty_extended(unsigned cls)
  * measurements. Relaxed loads: a glance, as in mostly_dirty. */
 #define DIRTY_PRESSURE_MIN   ((size_t)4 << 20)
 #define DIRTY_PRESSURE_SHARE 32 /* the delay's share that runs wait under pressure: 1/32 */
-static void purge_if_pressed(void)
+static void purge_if_pressed(uint32_t now)
 {
-    size_t dirty = atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
+    size_t dirty = dirty_bytes();
     if (dirty < DIRTY_PRESSURE_MIN ||
-        dirty <= atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / 4)
+        dirty <= atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / 4 ||
+        purge_regretted(&pressure_score, now))
         return;
     uint32_t delay = purge_delay() / DIRTY_PRESSURE_SHARE;
-    purge_if_due(platform_now_ms(), delay + 1, delay);
+    uint64_t classes = purge_if_due(now, delay + 1, delay);
+    size_t after = dirty_bytes();
+    if (classes != 0)
+        purge_scored(&pressure_score, now, dirty > after ? dirty - after : 0, classes);
 }
 
 /* A freed run of the first class from `first` to `last` that has one (its class in
@@ -948,22 +981,24 @@ static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned 
 {
     arena_tick();
     *zeroed = false;
-    unsigned fit_last = *cls;
+    const unsigned first = *cls;
+    unsigned fit_last = first;
     while (fit_last < last_dirty && class_size(fit_last + 1) - size <= size / 4)
         fit_last++;
-    char *run = dirty_pop_among(cls, *cls, fit_last);
+    char *run = dirty_pop_among(cls, first, fit_last);
     if (!run && extend)
         run = dirty_extended(*cls);
     if (!run)
         run = dirty_pop_among(cls, fit_last + 1, last_dirty);
     if (!run) {
         *zeroed = true;
-        purge_if_pressed();
+        uint32_t now = platform_now_ms();
+        purge_score_fresh(&exit_score, now, first, last_dirty, class_size(first));
+        purge_score_fresh(&pressure_score, now, first, last_dirty, class_size(first));
+        purge_if_pressed(now);
         run = fresh_run(cls);
-        if (run) {
+        if (run)
             bytes_add(&run_bytes.held, class_size(*cls));
-            exit_purge_score(class_size(*cls));
-        }
     }
     return run;
 }
