@@ -583,6 +583,12 @@ void arena_prompt_end(void)
  * stopped for that long: the next slow path replaces it. Generous, so that a loaded
  * machine's late wake-ups replace nobody. */
 #define PURGER_STALE_NAPS 8
+/* The purger sleeps at most this long at a time, whatever its nap: when it wakes to find
+ * itself the process's last live thread (the main thread left by pthread_exit and every
+ * other thread ended), it leaves too, so that the process ends, as it would without it,
+ * within this time. Otherwise it would keep the process alive forever, and, since it
+ * blocks every signal, deaf to all but SIGKILL. */
+#define PURGER_WATCH_MS 1000
 /* Set in every beat, so that a beat is never 0, which means "no purger". */
 #define PURGER_ALIVE ((uint64_t)1 << 32)
 
@@ -651,7 +657,8 @@ static bool purger_stale(uint64_t beat, uint32_t now)
 
 /* The purger: sleeps, beats, and runs the slow paths' purge step, competing for the same
  * CAS (so a purger parked anywhere stops nobody: the slow paths purge as before). It
- * never allocates. It leaves when it finds its beat replaced. */
+ * never allocates. It leaves when it finds its beat replaced, and when it is the last
+ * live thread (PURGER_WATCH_MS): glibc ends a process whose last thread returns. */
 static void *purger_main(void *arg)
 {
     _Atomic uint64_t *word = purger_beat(false);
@@ -660,7 +667,11 @@ static void *purger_main(void *arg)
     uint32_t interval = purger_interval(), longest = purger_longest_nap();
     uint32_t nap = interval;
     for (;;) {
-        platform_sleep_ms(nap);
+        platform_sleep_ms(nap < PURGER_WATCH_MS ? nap : PURGER_WATCH_MS);
+        /* Nobody is left to start a thread, so the count cannot rise again; -1 (no /proc)
+         * keeps the purger. */
+        if (platform_live_threads() == 1)
+            return NULL;
         uint32_t now = platform_now_ms();
         /* Relaxed: the word publishes nothing but itself. It changed only if a thread
          * found this purger's beat stale and claimed its place: then this one leaves. */

@@ -5,6 +5,7 @@
 #include "platform.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -107,6 +108,37 @@ void platform_sleep_ms(uint32_t ms)
 {
     struct timespec pause = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
     nanosleep(&pause, NULL);
+}
+
+long platform_live_threads(void)
+{
+    /* /proc/self/stat is the main thread's line: "pid (name) state ..." with the thread
+     * count in field 20. The name may hold spaces and parentheses: fields are counted
+     * from the last ')'. Read into the stack: no allocation. */
+    char line[1024];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, line, sizeof line - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    line[n] = '\0';
+    const char *field = strrchr(line, ')');
+    if (!field || field[1] != ' ')
+        return -1;
+    field += 2; /* field 3: the state */
+    char state = *field;
+    for (int i = 3; i < 20; i++) {
+        field = strchr(field, ' ');
+        if (!field)
+            return -1;
+        field++;
+    }
+    long threads = strtol(field, NULL, 10);
+    if (threads <= 0)
+        return -1;
+    return state == 'Z' || state == 'X' ? threads - 1 : threads;
 }
 
 /* ---- the process ------------------------------------------------------------------ */

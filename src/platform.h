@@ -95,6 +95,11 @@ void platform_thread_name(const char *name);
 /* Sleeps `ms` milliseconds; may return early. */
 void platform_sleep_ms(uint32_t ms);
 
+/* How many of the process's threads are alive, the caller included; -1 if /proc cannot
+ * tell. A main thread that left by pthread_exit stays in the kernel's count (a zombie
+ * task, until the last thread leaves) and is not counted here. */
+long platform_live_threads(void);
+
 /* ---- the process ------------------------------------------------------------------ */
 
 /* A coarse monotonic clock in milliseconds (a few ms of resolution, no system call:

@@ -16,6 +16,9 @@
  *            statistics build: no thread cache is set up but the test's threads')
  *   fork     with the switch and the purger running: a child (which inherits no thread)
  *            works, and its memory goes back once it freed it: it starts its own purger
+ *   last     with the switch: a process whose main thread leaves by pthread_exit ends
+ *            when its last other thread returns, as without lfheap: the purger stays
+ *            while a thread lives (and still gives memory back), then leaves too
  *   fault    failure-injection build, with the switch: starting the purger fails with
  *            every OS call failing; lfheap goes on working and starts it once calls
  *            succeed again
@@ -29,6 +32,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -413,6 +417,92 @@ static void forked_child_gets_its_own_purger(void)
     burst(16);
 }
 
+/* The state of the main thread, from /proc/self/stat (after the last ')'); 0 if unknown. */
+static char main_thread_state(void)
+{
+    char buf[1024];
+    if (!proc_read("/proc/self/stat", buf, sizeof buf))
+        return 0;
+    const char *paren = strrchr(buf, ')');
+    return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+static int last_pipe[2];
+
+/* The child's last program thread: once the main thread has left, it waits past the
+ * purger's next wake-up, checks that the purger stayed for it, lets the purger give back
+ * a burst's memory (no allocator call while it waits), reports, and returns. */
+static void *last_thread(void *arg)
+{
+    (void)arg;
+    unsigned char status = 0;
+    double until = seconds() + WAIT_SECONDS;
+    while (main_thread_state() != 'Z' && seconds() < until)
+        usleep(POLL_MICROSECONDS);
+    if (main_thread_state() != 'Z')
+        status |= 1;
+    usleep(1500000);
+    long tid;
+    if (purgers(&tid) != 1)
+        status |= 2;
+    long start = rss_kib();
+    burst(128);
+    long now = rss_kib();
+    until = seconds() + WAIT_SECONDS;
+    while (now - start > NEAR_START_KIB && seconds() < until) {
+        usleep(POLL_MICROSECONDS);
+        now = rss_kib();
+    }
+    if (now - start > NEAR_START_KIB)
+        status |= 4;
+    if (test_failures)
+        status |= 8;
+    REQUIRE(write(last_pipe[1], &status, 1) == 1);
+    return NULL;
+}
+
+/* A child whose main thread calls pthread_exit while another thread works must end, with
+ * status 0, when that thread returns: its purger, blocking every signal, would otherwise
+ * keep it alive for good, deaf to all but SIGKILL. The bound only catches a process that
+ * never ends. */
+static void purger_leaves_with_the_last_thread(void)
+{
+    REQUIRE(pipe(last_pipe) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(last_pipe[0]);
+        if (!purger_appears())
+            _exit(16);
+        pthread_t t;
+        if (pthread_create(&t, NULL, last_thread, NULL) != 0)
+            _exit(17);
+        pthread_detach(t);
+        pthread_exit(NULL);
+    }
+    close(last_pipe[1]);
+    unsigned char report = 0xff;
+    ssize_t got = read(last_pipe[0], &report, 1);
+    close(last_pipe[0]);
+    /* 1: the main thread never showed as gone; 2: the purger left while a thread lived;
+     * 4: the burst's memory stayed; 8: a fill check failed */
+    CHECK(got == 1 && report == 0);
+    if (got != 1 || report != 0)
+        fprintf(stderr, "last thread's report: %zd byte(s), %#x\n", got, (unsigned)report);
+    int status = 0;
+    pid_t ended = 0;
+    double until = seconds() + 60;
+    while ((ended = waitpid(pid, &status, WNOHANG)) == 0 && seconds() < until)
+        usleep(POLL_MICROSECONDS);
+    if (ended == 0) {
+        fprintf(stderr, "the process outlived its last thread by 60 s: killed\n");
+        kill(pid, SIGKILL);
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+    }
+    CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 #ifdef LFHEAP_FAULT_INJECTION
 /* The n-th OS call from the first allocation on fails, and every call after it, until
  * the test lifts the failure (a fresh child process per n: lfheap untouched before): the
@@ -488,6 +578,8 @@ int main(int argc, char **argv)
         RUN(purger_started_once);
     } else if (strcmp(which, "fork") == 0) {
         RUN(forked_child_gets_its_own_purger);
+    } else if (strcmp(which, "last") == 0) {
+        RUN(purger_leaves_with_the_last_thread);
     } else {
         printf("FAIL unknown case %s\n", which);
         return 1;

@@ -2,8 +2,9 @@
 # Idle programs (issue 13, part 2): with LFHEAP_BACKGROUND=1 a program that frees its
 # memory and stops calling lfheap gets its RSS back (the issue's scenario: 1 GiB in mixed
 # sizes across 4 threads, freed, the threads left idle); the purger is one thread, started
-# once, that never allocates; a forked child gets its own; a refused thread start leaves
-# lfheap working and is tried again. Without the switch lfheap starts no thread.
+# once, that never allocates; a forked child gets its own; a process whose main thread
+# left by pthread_exit ends with its last thread; a refused thread start leaves lfheap
+# working and is tried again. Without the switch lfheap starts no thread.
 # Prints one PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
@@ -16,4 +17,5 @@ run idle-off-0 env LFHEAP_BACKGROUND=0 LD_PRELOAD="$lib" build/t-plain/test_idle
 run idle-once env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle once
 run idle-once-stats env LFHEAP_BACKGROUND=1 build/t-stats/test_idle once
 run idle-fork env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle fork
+run idle-last-thread env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle last
 run idle-fault build/t-fault/test_idle fault
