@@ -88,24 +88,10 @@ static unsigned interrupted_where(const void *context)
     return tcache_busy ? SIGWRAP_IN_SLOW_PATH : SIGWRAP_OUTSIDE;
 }
 
-static void sigwrap_handler(int sig, siginfo_t *info, void *context)
+/* Calls the program's handler, raising tcache_in_handler around it. */
+static inline void run_handler(uint64_t action, int sig, siginfo_t *info, void *context)
 {
-    uintptr_t restorer = (uintptr_t)__builtin_return_address(0);
-    if (atomic_load_explicit(&sigwrap_restorer, memory_order_relaxed) != restorer)
-        atomic_store_explicit(&sigwrap_restorer, restorer, memory_order_relaxed);
-    /* Acquire pairs with the installing exchange: the handler's code was in place before
-     * its address was published. */
-    uint64_t action = atomic_load_explicit(&sigwrap_actions[sig], memory_order_acquire);
     uintptr_t handler = (uintptr_t)(action & ~SIGWRAP_INFO);
-    unsigned where = interrupted_where(context);
-    atomic_fetch_add_explicit(&sigwrap_delivered, 1, memory_order_relaxed);
-    struct tcache_hidden frame;
-    if (where != SIGWRAP_OUTSIDE) {
-        atomic_fetch_add_explicit(where == SIGWRAP_IN_CODE ? &sigwrap_in_code
-                                                           : &sigwrap_in_slow_path,
-                                  1, memory_order_relaxed);
-        tcache_hide(&frame);
-    }
     /* Signal fences: only a handler on this thread reads the counter. */
     tcache_in_handler++;
     atomic_signal_fence(memory_order_seq_cst);
@@ -115,8 +101,36 @@ static void sigwrap_handler(int sig, siginfo_t *info, void *context)
         ((void (*)(int))handler)(sig);
     atomic_signal_fence(memory_order_seq_cst);
     tcache_in_handler--;
-    if (where != SIGWRAP_OUTSIDE)
-        tcache_unhide(&frame);
+}
+
+/* The same with the thread's cache hidden from the handler: the signal interrupted
+ * lfheap. Out of line, so that the save of the bins (1.3 KiB) takes stack only then, not
+ * from every handler: a small alternate signal stack is the program's to size. */
+static LFH_NOINLINE void run_hidden(uint64_t action, int sig, siginfo_t *info, void *context)
+{
+    struct tcache_hidden frame;
+    tcache_hide(&frame);
+    run_handler(action, sig, info, context);
+    tcache_unhide(&frame);
+}
+
+static void sigwrap_handler(int sig, siginfo_t *info, void *context)
+{
+    uintptr_t restorer = (uintptr_t)__builtin_return_address(0);
+    if (atomic_load_explicit(&sigwrap_restorer, memory_order_relaxed) != restorer)
+        atomic_store_explicit(&sigwrap_restorer, restorer, memory_order_relaxed);
+    /* Acquire pairs with the installing exchange: the handler's code was in place before
+     * its address was published. */
+    uint64_t action = atomic_load_explicit(&sigwrap_actions[sig], memory_order_acquire);
+    unsigned where = interrupted_where(context);
+    atomic_fetch_add_explicit(&sigwrap_delivered, 1, memory_order_relaxed);
+    if (where == SIGWRAP_OUTSIDE) {
+        run_handler(action, sig, info, context);
+        return;
+    }
+    atomic_fetch_add_explicit(where == SIGWRAP_IN_CODE ? &sigwrap_in_code : &sigwrap_in_slow_path,
+                              1, memory_order_relaxed);
+    run_hidden(action, sig, info, context);
 }
 
 /* The action to report for the kernel's `kernel_old`, given the word that was current. */

@@ -837,6 +837,58 @@ static void *exit_at_once(void *arg)
     pthread_exit(arg);
 }
 
+/* ---- the smallest alternate stack ---------------------------------------------------- */
+
+static volatile sig_atomic_t small_stack_ran;
+
+static void note_small_stack(int sig)
+{
+    (void)sig;
+    small_stack_ran = 1;
+}
+
+/* A handler that does not allocate, for a signal that did not interrupt lfheap, runs on an
+ * alternate stack of the size the C library names as the minimum (sysconf
+ * _SC_MINSIGSTKSZ): the wrapper's own frame must fit in what that leaves. The stack has
+ * a guard page below it, so an overflow kills the child instead of writing past it. */
+static void handlers_fit_the_minimum_alternate_stack(void)
+{
+    long minimum = sysconf(_SC_MINSIGSTKSZ);
+    REQUIRE(minimum > 0);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t size = ((size_t)minimum + page - 1) / page * page;
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char *base =
+            mmap(NULL, page + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED || mprotect(base, page, PROT_NONE) != 0)
+            _exit(2);
+        /* The top `minimum` bytes of the mapping: the guard page right below them. */
+        stack_t ss = {.ss_sp = base + page + size - (size_t)minimum,
+                      .ss_size = (size_t)minimum,
+                      .ss_flags = 0};
+        if (sigaltstack(&ss, NULL) != 0)
+            _exit(3);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = note_small_stack;
+        sa.sa_flags = SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGUSR2, &sa, NULL) != 0)
+            _exit(4);
+        raise(SIGUSR2);
+        _exit(small_stack_ran ? 0 : 5);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    printf("# alternate stack of %ld bytes (_SC_MINSIGSTKSZ): %s %d\n", minimum,
+           WIFSIGNALED(status) ? "child killed by signal" : "child exit status",
+           WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void killed_threads_leave_the_process_working(void)
 {
     /* pthread_exit unwinds through the signal frame with libgcc_s, which glibc loads on
@@ -999,6 +1051,7 @@ int main(int argc, char **argv)
     RUN_SELECTED(signals_interrupting_signal_handler);
     RUN_SELECTED(signals_interrupting_nested_handlers);
     RUN_SELECTED(killed_threads_leave_the_process_working);
+    RUN_SELECTED(handlers_fit_the_minimum_alternate_stack);
     struct lfh_signal_counters c = counters();
     printf("  lfheap's counters: %llu signals through its wrapper, %llu in its code, %llu in "
            "a slow path elsewhere\n",
