@@ -88,19 +88,26 @@ static unsigned interrupted_where(const void *context)
     return tcache_busy ? SIGWRAP_IN_SLOW_PATH : SIGWRAP_OUTSIDE;
 }
 
-/* Calls the program's handler, raising tcache_in_handler around it. */
+/* Calls the program's handler, with tcache_in_handler raised and this frame recorded
+ * (tcache.h). On return the count goes back to what it was, which also drops the counts
+ * of handlers nested in this one that left by siglongjmp. */
 static inline void run_handler(uint64_t action, int sig, siginfo_t *info, void *context)
 {
     uintptr_t handler = (uintptr_t)(action & ~SIGWRAP_INFO);
-    /* Signal fences: only a handler on this thread reads the counter. */
-    tcache_in_handler++;
+    unsigned depth = tcache_in_handler;
+    /* Signal fences: only a handler on this thread reads these. The count first: a signal
+     * between the two stores then records itself one level up, never over this slot. */
+    tcache_in_handler = depth + 1;
+    atomic_signal_fence(memory_order_seq_cst);
+    if (depth < TCACHE_HANDLER_FRAMES)
+        tcache_handler_frames[depth] = (uintptr_t)__builtin_frame_address(0);
     atomic_signal_fence(memory_order_seq_cst);
     if (action & SIGWRAP_INFO)
         ((void (*)(int, siginfo_t *, void *))handler)(sig, info, context);
     else
         ((void (*)(int))handler)(sig);
     atomic_signal_fence(memory_order_seq_cst);
-    tcache_in_handler--;
+    tcache_in_handler = depth;
 }
 
 /* The same with the thread's cache hidden from the handler: the signal interrupted

@@ -22,6 +22,24 @@ __thread struct tcache tcache_self = {.id = TCACHE_ID_UNSET};
 
 __thread unsigned tcache_busy;
 __thread unsigned tcache_in_handler;
+__thread uintptr_t tcache_handler_frames[TCACHE_HANDLER_FRAMES];
+
+/* The stack grows down: a call made inside a handler has a lower frame address than the
+ * wrapper that called the handler. A signal that arrives here runs its own handler
+ * between a raise and a lowering back to the count it found, so the count this reads
+ * and lowers stays this thread's. Deeper than the frames kept: assumed running. */
+bool tcache_handler_running(void)
+{
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    unsigned depth = tcache_in_handler;
+    while (depth > 0) {
+        if (depth > TCACHE_HANDLER_FRAMES || here < tcache_handler_frames[depth - 1])
+            return true;
+        depth--;
+        tcache_in_handler = depth;
+    }
+    return false;
+}
 
 /* Every slow path raises tcache_busy for its whole run (sigwrap.c). The signal fences keep
  * the compiler from moving the cache's updates out of the raised stretch; a handler on

@@ -204,12 +204,25 @@ LFH_INLINE bool tcache_owns(struct descriptor *desc)
  * interrupts it finds the cache in the middle of an update. */
 extern __thread unsigned tcache_busy __attribute__((visibility("hidden")));
 
-/* Non-zero while a handler that the signal wrapper (sigwrap.c) called runs on this thread
- * (it stays so if the handler never returns), whatever it interrupted: lfheap then starts
- * no thread (tcache_purger_poll). Always 0 in the prefix-only variants, which have no
- * wrapper. Kept here, below the wrapper that raises it, so that the cache need not know
- * the wrapper. */
+/* How many handlers that the signal wrapper (sigwrap.c) called run on this thread,
+ * whatever they interrupted: lfheap then starts no thread (tcache_purger_poll). Always 0
+ * in the prefix-only variants, which have no wrapper. A handler that leaves by
+ * siglongjmp leaves its count raised; tcache_handler_running finds that out. Kept here,
+ * below the wrapper that writes them, so that the cache need not know the wrapper. */
 extern __thread unsigned tcache_in_handler __attribute__((visibility("hidden")));
+
+/* The wrapper's frame address for each of the first TCACHE_HANDLER_FRAMES handlers
+ * running (index: the count below it), written after the count is raised. */
+#define TCACHE_HANDLER_FRAMES 8
+extern __thread uintptr_t tcache_handler_frames[TCACHE_HANDLER_FRAMES]
+    __attribute__((visibility("hidden")));
+
+/* True if a handler the count says runs still does: the caller's frame lies below its
+ * wrapper's frame, as every call made inside it does. A frame above it means the handler
+ * was left by a jump to an older frame, and the count is lowered past it. (Wrong only
+ * for a handler that moves to another stack placed higher, e.g. a coroutine switched to
+ * inside a handler.) */
+bool tcache_handler_running(void) LFH_NOINLINE;
 
 /* Starts the background purger if arena_tick asked this thread to (arena.h), at the end
  * of a slow path: pthread_create allocates, and its calls must find this thread's cache
@@ -219,7 +232,8 @@ extern __thread unsigned tcache_in_handler __attribute__((visibility("hidden")))
  * when there is nothing to do. */
 LFH_INLINE void tcache_purger_poll(void)
 {
-    if (LFH_UNLIKELY(arena_purger_wanted) && tcache_busy == 0 && tcache_in_handler == 0)
+    if (LFH_UNLIKELY(arena_purger_wanted) && tcache_busy == 0 &&
+        (tcache_in_handler == 0 || !tcache_handler_running()))
         arena_purger_start();
 }
 

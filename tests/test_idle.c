@@ -19,6 +19,8 @@
  *   last     with the switch: a process whose main thread leaves by pthread_exit ends
  *            when its last other thread returns, as without lfheap: the purger stays
  *            while a thread lives (and still gives memory back), then leaves too
+ *   jump     with the switch: a thread whose signal handler left by siglongjmp still
+ *            starts the purger
  *   fault    failure-injection build, with the switch: starting the purger fails with
  *            every OS call failing; lfheap goes on working and starts it once calls
  *            succeed again
@@ -32,6 +34,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -503,6 +506,45 @@ static void purger_leaves_with_the_last_thread(void)
     CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+static sigjmp_buf jump_env;
+
+static void jump_out(int sig)
+{
+    (void)sig;
+    siglongjmp(jump_env, 1);
+}
+
+/* A handler that leaves by siglongjmp (a shell's or a REPL's SIGINT) never returns to
+ * the wrapper, so the wrapper's count of running handlers stays raised; the thread must
+ * still start the purger once the handler is over. A forked child inherits no purger:
+ * its handler jumps out before its first call into lfheap, whose slow paths then must
+ * start one. */
+static void purger_starts_after_a_handler_jumped_out(void)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = jump_out;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGUSR1, &sa, NULL) != 0)
+            _exit(2);
+        if (sigsetjmp(jump_env, 1) == 0) {
+            raise(SIGUSR1);
+            _exit(3);
+        }
+        _exit(purger_appears() ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    /* 1: no purger started; 2: sigaction failed; 3: the handler did not jump */
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "child status %#x\n", (unsigned)status);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 #ifdef LFHEAP_FAULT_INJECTION
 /* The n-th OS call from the first allocation on fails, and every call after it, until
  * the test lifts the failure (a fresh child process per n: lfheap untouched before): the
@@ -580,6 +622,8 @@ int main(int argc, char **argv)
         RUN(forked_child_gets_its_own_purger);
     } else if (strcmp(which, "last") == 0) {
         RUN(purger_leaves_with_the_last_thread);
+    } else if (strcmp(which, "jump") == 0) {
+        RUN(purger_starts_after_a_handler_jumped_out);
     } else {
         printf("FAIL unknown case %s\n", which);
         return 1;

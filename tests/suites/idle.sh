@@ -3,7 +3,8 @@
 # memory and stops calling lfheap gets its RSS back (the scenario: 1 GiB in mixed
 # sizes across 4 threads, freed, the threads left idle); the purger is one thread, started
 # once, that never allocates; a forked child gets its own; a process whose main thread
-# left by pthread_exit ends with its last thread; a refused thread start leaves lfheap
+# left by pthread_exit ends with its last thread; a thread whose handler left by
+# siglongjmp still starts it; a refused thread start leaves lfheap
 # working and is tried again. Without the switch lfheap starts no thread.
 # Prints one PASS/FAIL line per check.
 set -u
@@ -18,4 +19,5 @@ run idle-once env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle 
 run idle-once-stats env LFHEAP_BACKGROUND=1 build/t-stats/test_idle once
 run idle-fork env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle fork
 run idle-last-thread env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle last
+run idle-after-siglongjmp env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle jump
 run idle-fault build/t-fault/test_idle fault
