@@ -251,7 +251,8 @@ static unsigned give_back_list(void *list, uint32_t length)
         list = heap_link_get(list);
         while ((uintptr_t)list - start < size && count < most) {
             /* A hint: never faults, whatever the address. */
-            __builtin_prefetch((char *)list - GIVE_BACK_PREFETCH * (size_t)d->block_size);
+            __builtin_prefetch(
+                (const void *)((uintptr_t)list - GIVE_BACK_PREFETCH * (uintptr_t)d->block_size));
             last = list;
             list = heap_link_get(list);
             count++;
