@@ -187,6 +187,20 @@ static void rss_stays_flat_when_sizes_shift(void)
 }
 
 enum { POOL_THREADS = 2, POOL_BLOCK = 256 << 10, POOL_BYTES = 16 << 20 };
+/* The workers of a pool all hold their blocks at once, and all have freed them before
+ * the first one exits, whatever the scheduler makes of them. On a busy machine it may
+ * otherwise run one to its exit before the next starts, and then the first one's exit
+ * purge is regretted when the second faults the same sizes in again, which leaves the
+ * second one's runs to the delay (`first` 16 MiB above `start`, seen once); or one exits
+ * while the other is still freeing, and what the other frees after that purge, if less
+ * than the 8 MiB an exit purge needs, waits for the delay too. */
+static pthread_barrier_t pool_all_allocated, pool_all_freed;
+
+static void pool_wait(pthread_barrier_t *barrier)
+{
+    int waited = pthread_barrier_wait(barrier);
+    REQUIRE(waited == 0 || waited == PTHREAD_BARRIER_SERIAL_THREAD);
+}
 
 static void *pool_worker(void *arg)
 {
@@ -202,29 +216,37 @@ static void *pool_worker(void *arg)
         REQUIRE(mine[i]);
         memset(mine[i], (unsigned char)(seed + i), POOL_BLOCK);
     }
+    pool_wait(&pool_all_allocated);
     for (size_t i = 0; i < POOL_BYTES / POOL_BLOCK; i++) {
         const unsigned char *b = mine[i];
         CHECK(b[0] == (unsigned char)(seed + i) && b[POOL_BLOCK - 1] == (unsigned char)(seed + i));
         T_FREE(mine[i]);
     }
+    pool_wait(&pool_all_freed);
     return NULL;
 }
 
 static long run_pool(unsigned round)
 {
     pthread_t threads[POOL_THREADS];
+    REQUIRE(pthread_barrier_init(&pool_all_allocated, NULL, POOL_THREADS) == 0);
+    REQUIRE(pthread_barrier_init(&pool_all_freed, NULL, POOL_THREADS) == 0);
     for (unsigned i = 0; i < POOL_THREADS; i++)
         REQUIRE(pthread_create(&threads[i], NULL, pool_worker,
                                (void *)(uintptr_t)(round * POOL_THREADS + i)) == 0);
     for (unsigned i = 0; i < POOL_THREADS; i++)
         REQUIRE(pthread_join(threads[i], NULL) == 0);
+    REQUIRE(pthread_barrier_destroy(&pool_all_allocated) == 0);
+    REQUIRE(pthread_barrier_destroy(&pool_all_freed) == 0);
     return test_rss_kib();
 }
 
 static void rebuilt_pool_keeps_its_memory_until_the_delay(void)
 {
     long start = test_rss_kib();
+    double began = seconds();
     long first = run_pool(1), second = run_pool(2), third = run_pool(3);
+    double took = seconds() - began;
     /* A call into lfheap after the delay: its tick purges what waited that long. */
     usleep(1300 * 1000);
     void *probe = T_MALLOC(300 << 10);
@@ -233,11 +255,15 @@ static void rebuilt_pool_keeps_its_memory_until_the_delay(void)
     long later = test_rss_kib();
     printf("# rss: start %ld KiB, after pools 1, 2, 3: %ld, %ld, %ld KiB, 1.3 s later %ld KiB\n",
            start, first, second, third, later);
-    /* One thread's 16 MiB is kept even if the scheduler ran the two one after the other
-     * (the second then reuses the first one's runs): a third of the pool's 32 MiB. */
     const long pool = 2L * POOL_BYTES / 1024;
-    CHECK(first - start < pool / 4);     /* the first exits purged */
-    CHECK(second - start > pool / 3);    /* the second pool's exits kept it */
+    CHECK(first - start < pool / 4); /* the first exits purged */
+    /* The second pool faulted in again what the first exits purged, so its exits leave it
+     * to the delay, for as long as the exit purge's score lasts: eight delays (8 s), which
+     * only a machine stalled for seconds outlasts. Then they purge it again, also right. */
+    if (took < 8.0)
+        CHECK(second - start > pool / 3); /* the second pool's exits kept it */
+    else
+        printf("# the pools took %.1f s: the exit purge's score ran out\n", took);
     CHECK(third - start < pool * 3 / 2); /* and the third reused it */
     CHECK(later - start < pool / 4);     /* the delay returned it */
 }
