@@ -40,3 +40,15 @@ $(BUILD)/t-static/test_static_archive: tests/test_static_archive.c tests/test_st
 	$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/liblfheap.a -L$(BUILD)/t-static \
 	    -ltest_static_archive -Wl,-rpath,$(abspath $(BUILD)/t-static) -ldl
 TEST_BINS += $(BUILD)/t-static/test_static_archive
+
+# The thread tests linked with the static archives (release and statistics): there the
+# test's constructor of priority 101 makes its 33 keys before lfheap's constructors make
+# their exit keys, which then lie past glibc's first 32 (tests/test_threads.c).
+THREADS_STATIC_DEPS := tests/test_threads.c tests/testutil.h tests/alloc_names.h
+$(BUILD)/t-static/test_threads: $(THREADS_STATIC_DEPS) $(BUILD)/liblfheap.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -DTEST_PLAIN $< -o $@ $(BUILD)/liblfheap.a -lm
+$(BUILD)/t-static/test_threads_stats: $(THREADS_STATIC_DEPS) $(BUILD)/liblfheap-stats.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -DTEST_PLAIN $< -o $@ $(BUILD)/liblfheap-stats.a -lm
+TEST_BINS += $(BUILD)/t-static/test_threads $(BUILD)/t-static/test_threads_stats

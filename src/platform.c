@@ -59,8 +59,7 @@ bool platform_protect(void *addr, size_t size, bool accessible)
 
 /* ---- threads ---------------------------------------------------------------------- */
 
-bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
-                             void *value)
+unsigned platform_thread_key(_Atomic unsigned *key_plus_one, void (*destructor)(void *))
 {
     /* Acquire load, acq_rel CAS: only the key's value is shared, and pthread orders its
      * own key table. Losers of the race to create the key delete their own: nobody
@@ -69,7 +68,7 @@ bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(
     if (current == 0) {
         pthread_key_t key;
         if (pthread_key_create(&key, destructor) != 0)
-            return false;
+            return 0;
         unsigned expected = 0;
         if (atomic_compare_exchange_strong_explicit(key_plus_one, &expected, (unsigned)key + 1,
                                                     memory_order_acq_rel, memory_order_acquire)) {
@@ -79,7 +78,48 @@ bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(
             current = expected;
         }
     }
-    return pthread_setspecific((pthread_key_t)(current - 1), value) == 0;
+    return current;
+}
+
+/* Set while this thread is inside pthread_setspecific for platform_at_thread_exit: the
+ * allocation glibc may make there comes back to lfheap, and a registration made from it
+ * would install its own table for the keys of the same range, which the outer call then
+ * replaces (platform_thread_key). */
+static __thread bool platform_registering;
+
+bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
+                             void *value)
+{
+    if (platform_registering)
+        return false;
+    unsigned key_plus = platform_thread_key(key_plus_one, destructor);
+    if (key_plus == 0)
+        return false;
+    /* The fences keep the flag's stores around the call: the compiler sees no reader (the
+     * one that reads it is reached through libc), and it must read true inside. Signal
+     * fences: only this thread reads it. */
+    platform_registering = true;
+    atomic_signal_fence(memory_order_seq_cst);
+    bool set = pthread_setspecific((pthread_key_t)(key_plus - 1), value) == 0;
+    atomic_signal_fence(memory_order_seq_cst);
+    platform_registering = false;
+    return set;
+}
+
+bool platform_thread_exit_armed(_Atomic unsigned *key_plus_one, const void *value)
+{
+    /* Acquire: as in platform_thread_key. */
+    unsigned key_plus = atomic_load_explicit(key_plus_one, memory_order_acquire);
+    return key_plus != 0 && pthread_getspecific((pthread_key_t)(key_plus - 1)) == value;
+}
+
+/* glibc keeps the values of the first 32 keys (PTHREAD_KEY_2NDLEVEL_SIZE) in the thread's
+ * descriptor and those of the others in tables of 32 it allocates on first use. */
+#define PLATFORM_KEYS_IN_PLACE 32
+
+bool platform_thread_key_allocates(unsigned key_plus_one)
+{
+    return key_plus_one > PLATFORM_KEYS_IN_PLACE;
 }
 
 bool platform_thread_start(void *(*fn)(void *), void *arg)

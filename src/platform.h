@@ -78,12 +78,31 @@ bool platform_protect(void *addr, size_t size, bool accessible);
 
 /* Has `destructor(value)` run when this thread exits, under a process-wide pthread key
  * made on first use and kept in *key_plus_one (key + 1; 0 while none exists). False if
- * no key could be made: then nothing runs at exit. A NULL value cancels the run for this
+ * no key could be made or the value not set, and without trying when called from inside
+ * another registration of this thread (from the allocation it made): then nothing runs
+ * at exit. A NULL value cancels the run for this
  * thread; a destructor that sets a value again is run again (POSIX: up to
  * PTHREAD_DESTRUCTOR_ITERATIONS rounds, and a fresh round after pthread_exit from inside
  * a destructor). */
 bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
                              void *value);
+
+/* Makes the key platform_at_thread_exit uses now, if none exists yet, and returns it + 1
+ * (0 if none could be made). For a library constructor: keys made early get the low
+ * indexes, whose values glibc keeps in the thread's descriptor. A higher one lives in a
+ * second-level table that the thread's first pthread_setspecific of a key in its range
+ * allocates; if that allocation is where the caller registers its own value in the same
+ * range, the outer call then installs its table over the one holding that value, which is
+ * lost (glibc 2.36, keys 32 and up). */
+unsigned platform_thread_key(_Atomic unsigned *key_plus_one, void (*destructor)(void *));
+
+/* True if the first pthread_setspecific of the key `key_plus_one` - 1 in a thread may
+ * allocate (glibc: keys from 32 up); false for 0 (no key). */
+bool platform_thread_key_allocates(unsigned key_plus_one);
+
+/* True if this thread's value for the key in *key_plus_one is `value`: its exit will run
+ * the destructor with it. */
+bool platform_thread_exit_armed(_Atomic unsigned *key_plus_one, const void *value);
 
 /* Starts a detached thread running fn(arg) with every signal blocked; the caller's mask
  * is as it was on return. False if refused. */

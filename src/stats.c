@@ -56,6 +56,18 @@ static void stats_thread_exit(void *block)
     atomic_store_explicit(&((struct stats_block *)block)->in_use, 0, memory_order_release);
 }
 
+/* Made when the library is loaded, as the thread cache's key and for the same reason
+ * (tcache.c, tcache_exit_key_early). */
+__attribute__((constructor)) static void stats_exit_key_early(void)
+{
+    platform_thread_key(&stats_exit_key, stats_thread_exit);
+}
+
+/* This thread put off taking its block once: the key is late, and this count may be
+ * made inside glibc's allocation of the table its registration would allocate (as
+ * tcache_setup puts off the cache's setup). */
+static __thread bool stats_key_primed;
+
 /* Claims a free block of the registry, or returns NULL when every block is taken. The
  * acquire load of the registry (in FOR_EACH_BLOCK) pairs with the pushing CAS: the slabs
  * reached are whole. */
@@ -102,14 +114,33 @@ static struct stats_block *stats_take(void)
 
 void stats_add_slow(unsigned counter, uint64_t n)
 {
-    if (!stats_taking && !stats_detached) {
+    /* A caller that read stats_self once for several counts (stats_count_alloc) comes
+     * back here for each of them after the first took the block: they go to that block,
+     * where they took a block each (the earlier ones never went back). */
+    struct stats_block *mine = stats_self;
+    if (mine) {
+        stats_add_to(mine, counter, n);
+        return;
+    }
+    bool late = API_STANDARD_NAMES && !stats_taking && !stats_detached &&
+                platform_thread_key_allocates(platform_thread_key(&stats_exit_key, stats_thread_exit));
+    if (late && !stats_key_primed) {
+        stats_key_primed = true; /* counted in the shared block, below */
+    } else if (!stats_taking && !stats_detached) {
         stats_taking = true;
         struct stats_block *b = stats_take();
         if (b) {
             stats_self = b;
             /* May allocate: stats_self is set, so that counts. Without a key the block
-             * stays with the thread when it exits: its counts still count. */
-            platform_at_thread_exit(&stats_exit_key, stats_thread_exit, b);
+             * stays with the thread when it exits: its counts still count. A late key's
+             * registration refused because it is nested in the cache's gives the block
+             * back (its counts stay in it) for the next count to take. */
+            if (!platform_at_thread_exit(&stats_exit_key, stats_thread_exit, b) && late) {
+                stats_self = NULL;
+                /* Release: as at thread exit (stats_thread_exit). */
+                atomic_store_explicit(&b->in_use, 0, memory_order_release);
+                b = NULL;
+            }
         }
         stats_taking = false;
         if (b) {

@@ -118,6 +118,30 @@ static uint32_t clamp_blocks(size_t bytes, unsigned cls, uint32_t lo, uint32_t h
 
 static void tcache_thread_exit(void *unused);
 
+/* Made when the library is loaded, before the program's own keys as a rule: made at the
+ * first cache setup instead, after the program had made 32 keys, it lay in glibc's
+ * second-level tables, and a thread whose first allocation was such a table, for a key
+ * of the program's (its first pthread_setspecific of it), lost its registration to the
+ * outer call: its cache never went back at exit (platform_thread_key). A key that still
+ * lies there (the program made 32 keys before this constructor ran) is "late": see
+ * tcache_setup and tcache_exit_verify. */
+__attribute__((constructor)) static void tcache_exit_key_early(void)
+{
+    platform_thread_key(&tcache_exit_key, tcache_thread_exit);
+}
+
+/* This thread's cache setup was put off once because the exit key is late. */
+static __thread bool tcache_exit_key_primed;
+
+__thread bool tcache_exit_verify;
+
+void tcache_exit_reverify(void)
+{
+    struct tcache *tc = &tcache_self;
+    if (tc->id < TCACHE_ID_EXITED && !platform_thread_exit_armed(&tcache_exit_key, tc))
+        platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, tc);
+}
+
 static bool orphan_claim(struct orphan_slot *slot, uint32_t from)
 {
     uint32_t expected = from;
@@ -152,8 +176,29 @@ static void tcache_setup(struct tcache *tc)
      * does beyond 32 keys), and a thread that dies inside the rest of the setup (from a
      * signal handler that never returns) still has its exit accounted for. */
     tc->id = TCACHE_ID_EXITED;
-    /* Without a key the cache stays with the thread when it exits: bounded. */
-    platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, tc);
+    /* A late key's registration allocates the thread's table for its range, and this call
+     * may be glibc's allocation of that very table for a key of the program's: the outer
+     * call then installs its table over ours, and the registration is lost (and the table
+     * with it). Only where libc's own allocations are lfheap's (the standard names). So
+     * the thread's first setup registers nothing: the cache stays unset and this call is
+     * served without it, and the next call, outside that one as a rule, sets it up; from
+     * then on the end of every slow path checks the registration and makes it again if an
+     * outer call replaced it (tcache_exit_verify). */
+    bool late = API_STANDARD_NAMES &&
+                platform_thread_key_allocates(platform_thread_key(&tcache_exit_key, tcache_thread_exit));
+    if (late && !tcache_exit_key_primed) {
+        tcache_exit_key_primed = true;
+        tc->id = TCACHE_ID_UNSET;
+        return;
+    }
+    /* Without a key the cache stays with the thread when it exits: bounded. A late key's
+     * registration refused because it is nested in another of this thread's (stats.c)
+     * waits for the next call, as above. */
+    if (!platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, tc) && late) {
+        tc->id = TCACHE_ID_UNSET;
+        return;
+    }
+    tcache_exit_verify = late;
     /* Under memcheck the cache stays empty, so that every call reaches a slow path that
      * reports the block to memcheck (vgclient.h). */
     if (vgclient_memcheck())
@@ -356,7 +401,8 @@ static void *alloc_slow(unsigned cls)
         if (adopted)
             return adopted;
     }
-    if (LFH_UNLIKELY(tc->id == TCACHE_ID_EXITED))
+    /* Handed back, hidden, or (TCACHE_ID_UNSET) its setup deferred (tcache_setup). */
+    if (LFH_UNLIKELY(tc->id >= TCACHE_ID_EXITED))
         return alloc_uncached(cls);
     struct tcache_bin *bin = &tc->bins[cls];
     struct tcache_cold *cold = &tc->cold[cls];
@@ -441,7 +487,7 @@ static void free_remote(void *block, struct descriptor *desc)
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET))
         tcache_setup(tc);
-    if (LFH_UNLIKELY(tc->id == TCACHE_ID_EXITED)) {
+    if (LFH_UNLIKELY(tc->id >= TCACHE_ID_EXITED)) { /* as in alloc_slow */
         vgclient_free(block);
         vgclient_link(block);
         heap_block_mark_free(block, heap_mark());
@@ -599,6 +645,7 @@ static void tcache_thread_exit(void *cache)
      * never returns (pthread_exit) unwinds to glibc's thread start, which runs the
      * destructors again: this call then finds the cache hidden and accounts for it. */
     platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, cache);
+    tcache_exit_verify = false;
     if (orphan_held)
         orphan_leave(orphan_held, ORPHAN_EMPTY);
     busy_enter();
@@ -606,7 +653,7 @@ static void tcache_thread_exit(void *cache)
      * take it again (arena.h). */
     arena_prompt_begin();
     /* A hidden cache (its handler never returned) is tcache_hide.c's to account for. */
-    if (!tcache_exit_hidden(&tcache_self) && tcache_self.id != TCACHE_ID_EXITED) {
+    if (!tcache_exit_hidden(&tcache_self) && tcache_self.id < TCACHE_ID_EXITED) {
         if (tcache_orphan(&tcache_self)) {
             STATS_ADD(STATS_CACHES_ORPHANED, 1);
         } else {

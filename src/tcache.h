@@ -224,17 +224,29 @@ extern __thread uintptr_t tcache_handler_frames[TCACHE_HANDLER_FRAMES]
  * inside a handler.) */
 bool tcache_handler_running(void) LFH_NOINLINE;
 
+/* Set while this thread's cache is registered for its exit under a late key (tcache.c,
+ * tcache_setup): the registration may be replaced by a pthread_setspecific it is nested in,
+ * so the end of every slow path checks it. */
+extern __thread bool tcache_exit_verify __attribute__((visibility("hidden")));
+/* Registers the cache's exit again if its registration was replaced. */
+void tcache_exit_reverify(void) LFH_NOINLINE;
+
 /* Starts the background purger if arena_tick asked this thread to (arena.h), at the end
  * of a slow path: pthread_create allocates, and its calls must find this thread's cache
  * whole, so never while a slow path of this layer runs (tcache_busy: the end of a nested
  * one leaves the request for the outermost), and never inside a signal handler
- * (tcache_in_handler: pthread_create is not async-signal-safe). Three thread-local loads
- * when there is nothing to do. */
+ * (tcache_in_handler: pthread_create is not async-signal-safe). The check of a late exit
+ * registration (tcache_exit_verify), which calls pthread_setspecific, runs under the same
+ * conditions. Two thread-local loads when there is nothing to do. */
 LFH_INLINE void tcache_purger_poll(void)
 {
-    if (LFH_UNLIKELY(arena_purger_wanted) && tcache_busy == 0 &&
-        (tcache_in_handler == 0 || !tcache_handler_running()))
-        arena_purger_start();
+    if (LFH_UNLIKELY(arena_purger_wanted | tcache_exit_verify) && tcache_busy == 0 &&
+        (tcache_in_handler == 0 || !tcache_handler_running())) {
+        if (tcache_exit_verify)
+            tcache_exit_reverify();
+        if (arena_purger_wanted)
+            arena_purger_start();
+    }
 }
 
 /* What tcache_hide takes out of the bins. */

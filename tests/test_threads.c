@@ -66,6 +66,61 @@ static void thread_churn_keeps_rss_flat(void)
         fprintf(stderr, "rss grew from %ld KiB to %ld KiB\n", after_warmup, end);
 }
 
+/* Keys made before the allocator's first call, as a program's constructor (or main, before
+ * any allocation) may make them: the last one's index is at least 32, past the first
+ * level of glibc's per-thread table, so the first pthread_setspecific of it in a thread
+ * allocates that thread's second-level table. If that allocation is the thread's first,
+ * the thread's cache is set up inside it, and the cache's own exit key, if it also lies
+ * past the first level, went into a second table that the outer call then replaced:
+ * the cache never went back at exit. Priority 101 runs this before lfheap's own
+ * constructor where both are in the program (the static archive), and after it where
+ * lfheap is a shared library. */
+enum { KEYS_FIRST = 33 };
+static pthread_key_t keys_first[KEYS_FIRST];
+static bool keys_first_made;
+
+__attribute__((constructor(101))) static void make_keys_first(void)
+{
+    keys_first_made = true;
+    for (int i = 0; i < KEYS_FIRST; i++)
+        keys_first_made &= pthread_key_create(&keys_first[i], NULL) == 0;
+}
+
+static _Atomic long keys_lost;
+
+static void *keyed_short_lived(void *arg)
+{
+    pthread_key_t key = keys_first[KEYS_FIRST - 1];
+    /* The thread's first call that allocates, made by glibc inside this one. */
+    REQUIRE(pthread_setspecific(key, arg) == 0);
+    short_lived(arg);
+    if (pthread_getspecific(key) != arg)
+        atomic_fetch_add(&keys_lost, 1);
+    return NULL;
+}
+
+static void first_allocation_inside_pthread_setspecific(void)
+{
+    REQUIRE(keys_first_made);
+    REQUIRE(keys_first[KEYS_FIRST - 1] >= 32);
+    const int total = churn_threads < 1000 ? 60 : 300, warmup = total / 10;
+    long after_warmup = 0;
+    for (int i = 0; i < total; i++) {
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, keyed_short_lived, (void *)(uintptr_t)(i + 1)) == 0);
+        pthread_join(t, NULL);
+        if (i + 1 == warmup)
+            after_warmup = test_rss_kib();
+    }
+    long end = test_rss_kib();
+    T_FREE(atomic_exchange(&handover, NULL));
+    CHECK(atomic_load(&bad_handovers) == 0);
+    CHECK(atomic_load(&keys_lost) == 0);
+    /* Each thread's cache lost at its exit kept about 100 KiB resident. */
+    CHECK(end - after_warmup < 4096);
+    printf("# rss after %d threads %ld KiB, after %d %ld KiB\n", warmup, after_warmup, total, end);
+}
+
 /* Concurrent churn: rounds of many threads alive at once, each allocating blocks of
  * thirty size classes, freeing them but one, and handing that one to a later thread. */
 enum { CONCURRENT_THREADS_MAX = 400, CONCURRENT_BLOCKS = 100, CONCURRENT_SLOTS = 512 };
@@ -339,6 +394,7 @@ int main(int argc, char **argv)
     RUN(orphan_keeps_bounded_bump_ranges);
 #endif
     RUN(thread_churn_keeps_rss_flat);
+    RUN(first_allocation_inside_pthread_setspecific);
     RUN(concurrent_thread_churn_keeps_rss_flat);
     RUN(fork_from_busy_process);
     return test_exit_status();
