@@ -111,8 +111,6 @@ void *api_alloc_tracked(const struct heap_props *props, bool clear)
     return block;
 }
 
-/* The tracked bins start after the plain ones. */
-#define API_TRACKED_BINS (SIZECLASS_COUNT * SIZECLASS_STRIDE)
 
 /* malloc's fast path in the statistics and debug builds, for small requests: a block
  * from this thread's bin (in the debug build, the tracked twin of the class, as every
@@ -186,19 +184,12 @@ LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
     size_t bytes;
     if (__builtin_mul_overflow(count, size, &bytes))
         return counted(LFH_STATS_CALLOC, SIZE_MAX, fail_nomem());
-    if (!DEBUG_ENABLED && LFH_LIKELY(bytes <= SIZECLASS_LOOKUP_MAX - SECURE_TAIL_BYTES)) {
-        /* calloc's fast path: malloc's, from the tracked twin of the class, plus the
-         * block's record and the zeros, also in pages that read as zeros already: the
-         * memset faults them in once for writing, where the program's first read would
-         * map the zero page and its first write fault again. */
-        void *block = tcache_bin_take(tcache_base() + API_TRACKED_BINS +
-                                      sizeclass_lookup[bytes + SECURE_TAIL_BYTES]);
-        if (LFH_LIKELY(block != NULL)) {
-            *heap_record_at(pagemap_desc_or_foreign(block), block) =
-                (uint32_t)bytes | HEAP_RECORD_CALLOC;
-            return counted(LFH_STATS_CALLOC, bytes, memset(block, 0, bytes));
-        }
-    }
+    /* The zeros also in pages that read as zeros already: the memset faults them in once
+     * for writing, where the program's first read would map the zero page and its first
+     * write fault again. */
+    void *block = tracked_small_take(bytes, HEAP_RECORD_CALLOC);
+    if (LFH_LIKELY(block != NULL))
+        return counted(LFH_STATS_CALLOC, bytes, memset(block, 0, bytes));
     struct heap_props props = props_for(bytes, API_MIN_ALIGN, true);
     return counted(LFH_STATS_CALLOC, bytes, api_alloc_tracked(&props, true));
 }

@@ -18,11 +18,13 @@
 #include "pagemap.h"
 #include "secure.h"
 #include "stats.h"
+#include "tcache.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The smallest alignment every block has. */
 #define API_MIN_ALIGN 16
@@ -122,9 +124,42 @@ static inline int is_power_of_two(size_t x)
     return x != 0 && (x & (x - 1)) == 0;
 }
 
-/* The aligned routines: `align` is a power of two. */
+/* The tracked bins start after the plain ones. */
+#define API_TRACKED_BINS (SIZECLASS_COUNT * SIZECLASS_STRIDE)
+
+/* The fast path of a small tracked block of the minimum alignment (calloc's, and the
+ * aligned routines' for an alignment every block has): a block of the tracked twin of
+ * malloc's class for `bytes`, its record written (`record`: HEAP_RECORD_CALLOC or
+ * HEAP_RECORD_MALLOC, the request added). Up to SIZECLASS_LOOKUP_MAX the class comes from
+ * malloc's table and NULL says the bin is empty; above, through the cache's slow path,
+ * NULL says out of memory. NULL too for a large request and in the debug build, whose
+ * records carry block states: the general path (api_alloc_tracked) takes over. */
+LFH_INLINE void *tracked_small_take(size_t bytes, uint32_t record)
+{
+    if (DEBUG_ENABLED)
+        return NULL;
+    void *block;
+    if (LFH_LIKELY(bytes <= SIZECLASS_LOOKUP_MAX - SECURE_TAIL_BYTES))
+        block = tcache_bin_take(tcache_base() + API_TRACKED_BINS +
+                                sizeclass_lookup[bytes + SECURE_TAIL_BYTES]);
+    else if (bytes <= SIZECLASS_MAX_SIZE - SECURE_TAIL_BYTES)
+        block = tcache_alloc(heap_tracked_class(sizeclass_of(bytes + SECURE_TAIL_BYTES)));
+    else
+        return NULL;
+    if (LFH_LIKELY(block != NULL))
+        *heap_record_at(pagemap_desc_or_foreign(block), block) = (uint32_t)bytes | record;
+    return block;
+}
+
+/* The aligned routines: `align` is a power of two. One that every block has takes the
+ * fast path: memalign(8 or 16) is common (rptest: two thirds of its blocks). */
 static inline void *alloc_aligned(size_t align, size_t size, bool zero_fill)
 {
+    if (align <= API_MIN_ALIGN) {
+        void *block = tracked_small_take(size, zero_fill ? HEAP_RECORD_CALLOC : HEAP_RECORD_MALLOC);
+        if (LFH_LIKELY(block != NULL))
+            return zero_fill ? memset(block, 0, size) : block;
+    }
     struct heap_props props = props_for(size, align, zero_fill);
     return api_alloc_tracked(&props, zero_fill);
 }

@@ -100,10 +100,20 @@ static void queries(void)
         void *pm;
         REQUIRE(lfh_posix_memalign(&pm, 64, s) == 0);
         CHECK(lfh_malloc_alignment(pm) == 64 && lfh_malloc_size(pm) == s);
-        /* alignments below the minimum are the minimum */
+        /* alignments up to the minimum are the minimum, with the exact request (their
+         * own fast path, like calloc's) */
         void *small_align = lfh_memalign(4, s);
         REQUIRE(small_align);
-        CHECK(lfh_malloc_alignment(small_align) == 16);
+        CHECK(lfh_malloc_alignment(small_align) == 16 && lfh_malloc_size(small_align) == s);
+        void *pm16;
+        REQUIRE(lfh_posix_memalign(&pm16, 16, s) == 0);
+        CHECK(lfh_malloc_alignment(pm16) == 16 && lfh_malloc_size(pm16) == s);
+        CHECK(!lfh_malloc_zero_fill(pm16) && aligned_to(pm16, 16));
+        unsigned char *cm8 = lfh_cmemalign(8, 1, s);
+        REQUIRE(cm8);
+        CHECK(lfh_malloc_size(cm8) == s && lfh_malloc_zero_fill(cm8) && all_bytes(cm8, 0, s, 0));
+        lfh_free(pm16);
+        lfh_free(cm8);
         lfh_free(c);
         lfh_free(m);
         lfh_free(v);
