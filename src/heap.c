@@ -552,8 +552,16 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
         return old;
     if (!d->os_backed) {
         /* A run keeps its size: stay while it holds at most a quarter more than the block
-         * (arena_large_size's bound). */
-        return bytes <= old_bytes && old_bytes - bytes <= bytes / 4 ? old : NULL;
+         * (arena_large_size's bound), and also while the block grows within it or shrinks
+         * by at most a fifth, which adds little or nothing to what it held already. A run
+         * reused whole may hold up to ARENA_LARGE_REUSE_MAX times its block, and a
+         * realloc by a few bytes of a block in such a run moved it to another such run,
+         * copying it, every time (a block going back and forth between two runs:
+         * gperftools' tcmalloc_unittest). */
+        size_t held = round_to_pages(d->large_request);
+        bool fits = bytes <= old_bytes &&
+                    (old_bytes - bytes <= bytes / 4 || bytes + bytes / 4 >= held);
+        return fits ? old : NULL;
     }
     /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
      * copy and a free), so that no resize escapes its bookkeeping. */

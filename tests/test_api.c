@@ -436,6 +436,48 @@ static void large_blocks_hold_at_most_a_quarter_more(void)
     T_MALLOC_TRIM(0);
 }
 
+/* A realloc that changes a large block by a little keeps it where it is while its run
+ * holds it (grows within it, or shrinks by at most a fifth): a block in a reused run,
+ * which may hold more than a quarter over its request, moved to another run and was
+ * copied at every such call (back and forth between two runs). */
+static void large_realloc_by_a_little_stays(void)
+{
+    static const long deltas[] = {1, -2, 4, -8, 16, -32, 64, -128, 4096, -4096, 100, -3000};
+    int roomy = 0;
+    for (size_t s = 40 * 1024; s <= ((size_t)4 << 20); s = s * 3 / 2) {
+        /* A freed run of twice the size waits: the block takes it whole. (Written to, so
+         * that the compiler keeps the pair of calls.) */
+        unsigned char *big = T_MALLOC(2 * s);
+        REQUIRE(big);
+        memset(big, 1, 2 * s);
+        T_FREE(big);
+        unsigned char *p = T_MALLOC(s);
+        REQUIRE(p);
+        size_t usable = T_MALLOC_USABLE_SIZE(p), n = s;
+        roomy += usable > s + s / 4 + 4096;
+        memset(p, 9, s);
+        for (size_t i = 0; i < sizeof deltas / sizeof deltas[0]; i++) {
+            size_t m = (size_t)((long)n + deltas[i]);
+            if (m > usable)
+                continue;
+            unsigned char *q = T_REALLOC(p, m);
+            REQUIRE(q);
+            CHECK(q == p);
+            if (q != p)
+                fprintf(stderr, "  realloc(%zu -> %zu) of a block of %zu usable bytes moved\n", n,
+                        m, usable);
+            size_t kept = m < n ? m : n;
+            CHECK(q[0] == 9 && q[kept - 1] == 9);
+            memset(q, 9, m);
+            p = q;
+            n = m;
+        }
+        T_FREE(p);
+    }
+    /* The case it is about came up (with the release build's reuse of freed runs). */
+    CHECK(roomy > 0);
+}
+
 /* Hides where a pointer came from, so that the compiler does not take the interior
  * pointers below for the block itself (it warns about a use after realloc otherwise). */
 static void *opaque(void *ptr)
@@ -786,6 +828,7 @@ int main(void)
     RUN(aligned_alloc_and_memalign);
     RUN(usable_size_and_free_edge_cases);
     RUN(large_blocks_hold_at_most_a_quarter_more);
+    RUN(large_realloc_by_a_little_stays);
     RUN(interior_pointers_are_ignored);
     RUN(foreign_addresses_are_refused);
     RUN(uncarved_slots_are_ignored);
