@@ -111,7 +111,6 @@ void *api_alloc_tracked(const struct heap_props *props, bool clear)
     return block;
 }
 
-
 /* malloc's fast path in the statistics and debug builds, for small requests: a block
  * from this thread's bin (in the debug build, the tracked twin of the class, as every
  * block has a record there, with its canary after the request: debug.h), or NULL if the

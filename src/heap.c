@@ -559,8 +559,8 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
          * copying it, every time (a block going back and forth between two runs:
          * gperftools' tcmalloc_unittest). */
         size_t held = round_to_pages(d->large_request);
-        bool fits = bytes <= old_bytes &&
-                    (old_bytes - bytes <= bytes / 4 || bytes + bytes / 4 >= held);
+        bool fits =
+            bytes <= old_bytes && (old_bytes - bytes <= bytes / 4 || bytes + bytes / 4 >= held);
         return fits ? old : NULL;
     }
     /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a

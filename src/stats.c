@@ -122,8 +122,9 @@ void stats_add_slow(unsigned counter, uint64_t n)
         stats_add_to(mine, counter, n);
         return;
     }
-    bool late = API_STANDARD_NAMES && !stats_taking && !stats_detached &&
-                platform_thread_key_allocates(platform_thread_key(&stats_exit_key, stats_thread_exit));
+    bool late =
+        API_STANDARD_NAMES && !stats_taking && !stats_detached &&
+        platform_thread_key_allocates(platform_thread_key(&stats_exit_key, stats_thread_exit));
     if (late && !stats_key_primed) {
         stats_key_primed = true; /* counted in the shared block, below */
     } else if (!stats_taking && !stats_detached) {

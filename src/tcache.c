@@ -184,8 +184,9 @@ static void tcache_setup(struct tcache *tc)
      * served without it, and the next call, outside that one as a rule, sets it up; from
      * then on the end of every slow path checks the registration and makes it again if an
      * outer call replaced it (tcache_exit_verify). */
-    bool late = API_STANDARD_NAMES &&
-                platform_thread_key_allocates(platform_thread_key(&tcache_exit_key, tcache_thread_exit));
+    bool late =
+        API_STANDARD_NAMES &&
+        platform_thread_key_allocates(platform_thread_key(&tcache_exit_key, tcache_thread_exit));
     if (late && !tcache_exit_key_primed) {
         tcache_exit_key_primed = true;
         tc->id = TCACHE_ID_UNSET;
