@@ -46,13 +46,16 @@ static void *short_lived(void *arg)
 /* Short threads in the churn test; the first argument overrides it (valgrind runs fewer). */
 static int churn_threads = 5000;
 
-static void thread_churn_keeps_rss_flat(void)
+/* Runs `total` threads of `body` one after the other (ids 1 to total, for the hand-over
+ * chain) and returns how much the resident size grew after the first tenth of them, in
+ * KiB; checks every handed-over block. */
+static long churn_growth(void *(*body)(void *), int total)
 {
-    const int warmup = churn_threads / 10, total = churn_threads;
+    const int warmup = total / 10;
     long after_warmup = 0;
     for (int i = 0; i < total; i++) {
         pthread_t t;
-        REQUIRE(pthread_create(&t, NULL, short_lived, (void *)(uintptr_t)(i + 1)) == 0);
+        REQUIRE(pthread_create(&t, NULL, body, (void *)(uintptr_t)(i + 1)) == 0);
         pthread_join(t, NULL);
         if (i + 1 == warmup)
             after_warmup = test_rss_kib();
@@ -60,10 +63,14 @@ static void thread_churn_keeps_rss_flat(void)
     long end = test_rss_kib();
     T_FREE(atomic_exchange(&handover, NULL));
     CHECK(atomic_load(&bad_handovers) == 0);
+    printf("# rss after %d threads %ld KiB, after %d %ld KiB\n", warmup, after_warmup, total, end);
+    return end - after_warmup;
+}
+
+static void thread_churn_keeps_rss_flat(void)
+{
     /* Without the hand-back each thread would keep ~1 MiB of superblocks. */
-    CHECK(end - after_warmup < 4096);
-    if (end - after_warmup >= 4096)
-        fprintf(stderr, "rss grew from %ld KiB to %ld KiB\n", after_warmup, end);
+    CHECK(churn_growth(short_lived, churn_threads) < 4096);
 }
 
 /* Keys made before the allocator's first call, as a program's constructor (or main, before
@@ -103,22 +110,9 @@ static void first_allocation_inside_pthread_setspecific(void)
 {
     REQUIRE(keys_first_made);
     REQUIRE(keys_first[KEYS_FIRST - 1] >= 32);
-    const int total = churn_threads < 1000 ? 60 : 300, warmup = total / 10;
-    long after_warmup = 0;
-    for (int i = 0; i < total; i++) {
-        pthread_t t;
-        REQUIRE(pthread_create(&t, NULL, keyed_short_lived, (void *)(uintptr_t)(i + 1)) == 0);
-        pthread_join(t, NULL);
-        if (i + 1 == warmup)
-            after_warmup = test_rss_kib();
-    }
-    long end = test_rss_kib();
-    T_FREE(atomic_exchange(&handover, NULL));
-    CHECK(atomic_load(&bad_handovers) == 0);
-    CHECK(atomic_load(&keys_lost) == 0);
     /* Each thread's cache lost at its exit kept about 100 KiB resident. */
-    CHECK(end - after_warmup < 4096);
-    printf("# rss after %d threads %ld KiB, after %d %ld KiB\n", warmup, after_warmup, total, end);
+    CHECK(churn_growth(keyed_short_lived, churn_threads < 1000 ? 60 : 300) < 4096);
+    CHECK(atomic_load(&keys_lost) == 0);
 }
 
 /* Concurrent churn: rounds of many threads alive at once, each allocating blocks of
