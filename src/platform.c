@@ -82,18 +82,17 @@ unsigned platform_thread_key(_Atomic unsigned *key_plus_one, void (*destructor)(
 }
 
 /* Set while this thread is inside pthread_setspecific for platform_at_thread_exit: the
- * allocation glibc may make there comes back to lfheap, and a registration made from it
- * would install its own table for the keys of the same range, which the outer call then
- * replaces (platform_thread_key). */
+ * allocation glibc may make there comes back to lfheap, and a registration of a key that
+ * allocates made from it would install its own table for the keys of the same range,
+ * which the outer call then replaces (platform_thread_key). A key kept in place is set
+ * without allocating, also from inside another registration (a signal handler's). */
 static __thread bool platform_registering;
 
 bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
                              void *value)
 {
-    if (platform_registering)
-        return false;
     unsigned key_plus = platform_thread_key(key_plus_one, destructor);
-    if (key_plus == 0)
+    if (key_plus == 0 || (platform_registering && platform_thread_key_allocates(key_plus)))
         return false;
     /* The fences keep the flag's stores around the call: the compiler sees no reader (the
      * one that reads it is reached through libc), and it must read true inside. Signal

@@ -78,12 +78,12 @@ bool platform_protect(void *addr, size_t size, bool accessible);
 
 /* Has `destructor(value)` run when this thread exits, under a process-wide pthread key
  * made on first use and kept in *key_plus_one (key + 1; 0 while none exists). False if
- * no key could be made or the value not set, and without trying when called from inside
- * another registration of this thread (from the allocation it made): then nothing runs
- * at exit. A NULL value cancels the run for this
- * thread; a destructor that sets a value again is run again (POSIX: up to
- * PTHREAD_DESTRUCTOR_ITERATIONS rounds, and a fresh round after pthread_exit from inside
- * a destructor). */
+ * no key could be made or the value not set, and without trying for a key whose setting
+ * allocates (platform_thread_key_allocates) when called from inside another registration
+ * of this thread (from the allocation it made): then nothing runs at exit. A NULL value
+ * cancels the run for this thread; a destructor that sets a value again is run again
+ * (POSIX: up to PTHREAD_DESTRUCTOR_ITERATIONS rounds, and a fresh round after
+ * pthread_exit from inside a destructor). */
 bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
                              void *value);
 
