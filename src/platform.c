@@ -81,6 +81,20 @@ unsigned platform_thread_key(_Atomic unsigned *key_plus_one, void (*destructor)(
     return current;
 }
 
+/* glibc keeps the values of the first 32 keys (PTHREAD_KEY_2NDLEVEL_SIZE) in the thread's
+ * descriptor and those of the others in tables of 32 it allocates on first use. */
+#define PLATFORM_KEYS_IN_PLACE 32
+
+static bool platform_thread_key_allocates(unsigned key_plus_one)
+{
+    return key_plus_one > PLATFORM_KEYS_IN_PLACE;
+}
+
+bool platform_thread_key_late(_Atomic unsigned *key_plus_one, void (*destructor)(void *))
+{
+    return platform_thread_key_allocates(platform_thread_key(key_plus_one, destructor));
+}
+
 /* Set while this thread is inside pthread_setspecific for platform_at_thread_exit: the
  * allocation glibc may make there comes back to lfheap, and a registration of a key that
  * allocates made from it would install its own table for the keys of the same range,
@@ -110,15 +124,6 @@ bool platform_thread_exit_armed(_Atomic unsigned *key_plus_one, const void *valu
     /* Acquire: as in platform_thread_key. */
     unsigned key_plus = atomic_load_explicit(key_plus_one, memory_order_acquire);
     return key_plus != 0 && pthread_getspecific((pthread_key_t)(key_plus - 1)) == value;
-}
-
-/* glibc keeps the values of the first 32 keys (PTHREAD_KEY_2NDLEVEL_SIZE) in the thread's
- * descriptor and those of the others in tables of 32 it allocates on first use. */
-#define PLATFORM_KEYS_IN_PLACE 32
-
-bool platform_thread_key_allocates(unsigned key_plus_one)
-{
-    return key_plus_one > PLATFORM_KEYS_IN_PLACE;
 }
 
 bool platform_thread_start(void *(*fn)(void *), void *arg)

@@ -79,7 +79,7 @@ bool platform_protect(void *addr, size_t size, bool accessible);
 /* Has `destructor(value)` run when this thread exits, under a process-wide pthread key
  * made on first use and kept in *key_plus_one (key + 1; 0 while none exists). False if
  * no key could be made or the value not set, and without trying for a key whose setting
- * allocates (platform_thread_key_allocates) when called from inside another registration
+ * allocates (platform_thread_key_late) when called from inside another registration
  * of this thread (from the allocation it made): then nothing runs at exit. A NULL value
  * cancels the run for this thread; a destructor that sets a value again is run again
  * (POSIX: up to PTHREAD_DESTRUCTOR_ITERATIONS rounds, and a fresh round after
@@ -96,9 +96,11 @@ bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(
  * lost (glibc 2.36, keys 32 and up). */
 unsigned platform_thread_key(_Atomic unsigned *key_plus_one, void (*destructor)(void *));
 
-/* True if the first pthread_setspecific of the key `key_plus_one` - 1 in a thread may
- * allocate (glibc: keys from 32 up); false for 0 (no key). */
-bool platform_thread_key_allocates(unsigned key_plus_one);
+/* True if the key in *key_plus_one (made now if none exists yet) is late: its first
+ * pthread_setspecific in a thread may allocate (glibc: keys from 32 up), so a value set
+ * under it from inside glibc's allocation of the table for the program's own key in the
+ * same range is lost (platform_thread_key). False if no key could be made. */
+bool platform_thread_key_late(_Atomic unsigned *key_plus_one, void (*destructor)(void *));
 
 /* True if this thread's value for the key in *key_plus_one is `value`: its exit will run
  * the destructor with it. */

@@ -63,11 +63,6 @@ __attribute__((constructor)) static void stats_exit_key_early(void)
     platform_thread_key(&stats_exit_key, stats_thread_exit);
 }
 
-/* This thread put off taking its block once: the key is late, and this count may be
- * made inside glibc's allocation of the table its registration would allocate (as
- * tcache_setup puts off the cache's setup). */
-static __thread bool stats_key_primed;
-
 /* Claims a free block of the registry, or returns NULL when every block is taken. The
  * acquire load of the registry (in FOR_EACH_BLOCK) pairs with the pushing CAS: the slabs
  * reached are whole. */
@@ -112,6 +107,36 @@ static struct stats_block *stats_take(void)
     return &slab->blocks[0];
 }
 
+/* Takes a block for this thread and registers it for the thread's exit; false if none
+ * could be taken, or (`late`) its registration was refused: then the block goes back,
+ * with whatever was counted into it meanwhile. */
+static bool stats_take_mine(bool late)
+{
+    if (stats_taking || stats_detached)
+        return false;
+    stats_taking = true;
+    struct stats_block *b = stats_take();
+    if (b) {
+        stats_self = b;
+        /* May allocate: stats_self is set, so that counts. Without a key the block stays
+         * with the thread when it exits: its counts still count. A late key's registration
+         * is refused when nested in the cache's (platform_at_thread_exit). */
+        if (!platform_at_thread_exit(&stats_exit_key, stats_thread_exit, b) && late) {
+            stats_self = NULL;
+            /* Release: as at thread exit (stats_thread_exit). */
+            atomic_store_explicit(&b->in_use, 0, memory_order_release);
+            b = NULL;
+        }
+    }
+    stats_taking = false;
+    return b != NULL;
+}
+
+bool stats_exit_late(void)
+{
+    return API_STANDARD_NAMES && platform_thread_key_late(&stats_exit_key, stats_thread_exit);
+}
+
 void stats_add_slow(unsigned counter, uint64_t n)
 {
     /* A caller that read stats_self once for several counts (stats_count_alloc) comes
@@ -122,35 +147,27 @@ void stats_add_slow(unsigned counter, uint64_t n)
         stats_add_to(mine, counter, n);
         return;
     }
-    bool late =
-        API_STANDARD_NAMES && !stats_taking && !stats_detached &&
-        platform_thread_key_allocates(platform_thread_key(&stats_exit_key, stats_thread_exit));
-    if (late && !stats_key_primed) {
-        stats_key_primed = true; /* counted in the shared block, below */
-    } else if (!stats_taking && !stats_detached) {
-        stats_taking = true;
-        struct stats_block *b = stats_take();
-        if (b) {
-            stats_self = b;
-            /* May allocate: stats_self is set, so that counts. Without a key the block
-             * stays with the thread when it exits: its counts still count. A late key's
-             * registration refused because it is nested in the cache's gives the block
-             * back (its counts stay in it) for the next count to take. */
-            if (!platform_at_thread_exit(&stats_exit_key, stats_thread_exit, b) && late) {
-                stats_self = NULL;
-                /* Release: as at thread exit (stats_thread_exit). */
-                atomic_store_explicit(&b->in_use, 0, memory_order_release);
-                b = NULL;
-            }
-        }
-        stats_taking = false;
-        if (b) {
-            stats_add(counter, n);
-            return;
-        }
+    /* A late key's registration allocates the thread's key table for its range, and this
+     * count may be made inside glibc's allocation of that very table for a key of the
+     * program's: the outer call would install its table over ours, and the block would
+     * never go back. So with a late key a block is taken only where the thread cache
+     * checks its own registration, at the end of a slow path (stats_exit_reverify), and
+     * the counts before go to the shared block. */
+    if (!stats_exit_late() && stats_take_mine(false)) {
+        stats_add(counter, n);
+        return;
     }
     /* Relaxed: a sum, ordered for readers like every other counter. */
     atomic_fetch_add_explicit(&stats_shared.count[counter], n, memory_order_relaxed);
+}
+
+void stats_exit_reverify(void)
+{
+    struct stats_block *mine = stats_self;
+    if (!mine)
+        stats_take_mine(true);
+    else if (!platform_thread_exit_armed(&stats_exit_key, mine))
+        platform_at_thread_exit(&stats_exit_key, stats_thread_exit, mine);
 }
 
 /* Adds one block's counters to `total`: whole, or since malloc_stats_clear. */
@@ -180,8 +197,9 @@ void stats_sum(uint64_t total[STATS_COUNTERS])
 
 struct stats_block *stats_attach(void)
 {
+    /* Called by the program, so never from inside glibc's allocation of a key table. */
     if (!stats_self)
-        stats_add_slow(STATS_MMAP_CALLS, 0); /* takes the block a first count would */
+        stats_take_mine(stats_exit_late());
     return stats_self;
 }
 

@@ -121,6 +121,16 @@ LFH_INLINE struct stats_block *stats_mine(void)
 /* The calling thread's block, taken now if it has none; NULL when out of memory. */
 struct stats_block *stats_attach(void);
 
+/* True if the statistics' exit key is late (platform_thread_key_late): a thread then
+ * takes its block only from stats_exit_reverify, which the thread cache calls at the end
+ * of its slow paths (tcache_exit_verify), never from a count, which may be made inside
+ * glibc's allocation of the key table its registration would need. */
+bool stats_exit_late(void);
+
+/* With a late key: takes this thread's block if it has none, or registers it for the
+ * thread's exit again if an outer pthread_setspecific replaced its registration. */
+void stats_exit_reverify(void);
+
 /* Adds one block's counters to `total`: whole, or since malloc_stats_clear. */
 void stats_block_sum(uint64_t total[STATS_COUNTERS], struct stats_block *b, bool since_clear);
 
@@ -141,6 +151,11 @@ LFH_INLINE struct stats_block *stats_mine(void)
 {
     return NULL;
 }
+LFH_INLINE bool stats_exit_late(void)
+{
+    return false;
+}
+LFH_INLINE void stats_exit_reverify(void) {}
 #endif
 
 LFH_INLINE void stats_add(unsigned counter, uint64_t n)

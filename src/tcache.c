@@ -140,6 +140,7 @@ void tcache_exit_reverify(void)
     struct tcache *tc = &tcache_self;
     if (tc->id < TCACHE_ID_EXITED && !platform_thread_exit_armed(&tcache_exit_key, tc))
         platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, tc);
+    stats_exit_reverify();
 }
 
 static bool orphan_claim(struct orphan_slot *slot, uint32_t from)
@@ -185,8 +186,7 @@ static void tcache_setup(struct tcache *tc)
      * then on the end of every slow path checks the registration and makes it again if an
      * outer call replaced it (tcache_exit_verify). */
     bool late =
-        API_STANDARD_NAMES &&
-        platform_thread_key_allocates(platform_thread_key(&tcache_exit_key, tcache_thread_exit));
+        API_STANDARD_NAMES && platform_thread_key_late(&tcache_exit_key, tcache_thread_exit);
     if (late && !tcache_exit_key_primed) {
         tcache_exit_key_primed = true;
         tc->id = TCACHE_ID_UNSET;
@@ -199,7 +199,8 @@ static void tcache_setup(struct tcache *tc)
         tc->id = TCACHE_ID_UNSET;
         return;
     }
-    tcache_exit_verify = late;
+    /* The statistics' block, with a late key of its own, is taken and checked there too. */
+    tcache_exit_verify = late || stats_exit_late();
     /* Under memcheck the cache stays empty, so that every call reaches a slow path that
      * reports the block to memcheck (vgclient.h). */
     if (vgclient_memcheck())

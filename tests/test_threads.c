@@ -5,6 +5,7 @@
  * while other threads allocate must give a child whose allocator works.
  */
 #include "alloc_names.h"
+#include "lfheap.h"
 #include "testutil.h"
 
 #include <pthread.h>
@@ -106,13 +107,77 @@ static void *keyed_short_lived(void *arg)
     return NULL;
 }
 
+/* Weak: the preloaded runs may be over a library without the prefixed names. */
+#pragma weak lfh_stats_get
+#pragma weak lfh_heap_stats
+#pragma weak lfh_malloc_stats_fd
+
+/* The malloc calls counted in the calling thread's statistics block (heap_stats), which
+ * holds the counts of every earlier thread that had it; -1 where the library keeps no
+ * counters. */
+static long thread_block_malloc_calls(void)
+{
+    struct lfh_stats s;
+    if (!lfh_stats_get || lfh_stats_get(&s) != 1)
+        return -1;
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    int previous = lfh_malloc_stats_fd(fds[1]);
+    lfh_heap_stats(); /* a few KiB: within the pipe's buffer */
+    lfh_malloc_stats_fd(previous);
+    close(fds[1]);
+    static char text[16384];
+    size_t len = 0;
+    ssize_t got;
+    while (len + 1 < sizeof text && (got = read(fds[0], text + len, sizeof text - 1 - len)) > 0)
+        len += (size_t)got;
+    close(fds[0]);
+    text[len] = '\0';
+    const char *row = strstr(text, "\n  malloc ");
+    REQUIRE(row);
+    const char *at = strstr(row, "calls ");
+    REQUIRE(at);
+    long calls = 0;
+    for (at += strlen("calls "); (*at >= '0' && *at <= '9') || *at == ','; at++)
+        if (*at != ',')
+            calls = calls * 10 + (*at - '0');
+    return calls;
+}
+
+static void *keyed_counts(void *out)
+{
+    REQUIRE(pthread_setspecific(keys_first[KEYS_FIRST - 1], out) == 0);
+    void *blocks[64];
+    for (int i = 0; i < 64; i++) {
+        blocks[i] = T_MALLOC(16 + (size_t)(i % 16) * 48);
+        REQUIRE(blocks[i]);
+        memset(blocks[i], 0x22, 16);
+    }
+    for (int i = 0; i < 64; i++)
+        T_FREE(blocks[i]);
+    *(long *)out = thread_block_malloc_calls();
+    return NULL;
+}
+
 static void first_allocation_inside_pthread_setspecific(void)
 {
     REQUIRE(keys_first_made);
     REQUIRE(keys_first[KEYS_FIRST - 1] >= 32);
     /* Each thread's cache lost at its exit kept about 100 KiB resident. */
-    CHECK(churn_growth(keyed_short_lived, churn_threads < 1000 ? 60 : 300) < 4096);
+    int threads = churn_threads < 1000 ? 60 : 300;
+    CHECK(churn_growth(keyed_short_lived, threads) < 4096);
     CHECK(atomic_load(&keys_lost) == 0);
+    /* The statistics' block goes back at exit too, and the next thread takes it over with
+     * its counts: a thread after the churn counts into a block that holds the calls of
+     * those before it. One lost at each exit (2 KiB) left each thread a fresh block. */
+    long calls = 0;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, keyed_counts, &calls) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    if (calls >= 0) {
+        printf("# malloc calls in the last thread's statistics block: %ld\n", calls);
+        CHECK(calls > (long)threads * 32);
+    }
 }
 
 /* Concurrent churn: rounds of many threads alive at once, each allocating blocks of
