@@ -6,13 +6,22 @@
  * with ENOMEM and every block must keep its contents. Then everything is freed and the
  * same fill runs again: memory came back, so every kind of block is had again and the
  * second fill gets nearly as far as the first.
+ *
+ * First, before anything is allocated, a limit with too little room for lfheap's first
+ * arena (docs/GUARANTEES.md: about 81 MiB of address space once anything is allocated):
+ * every routine fails with ENOMEM, and once the limit is raised lfheap works.
  */
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
@@ -146,8 +155,92 @@ static void fills_until_enomem_and_recovers(void)
            second.count[1]);
 }
 
-int main(void)
+/* The process's address space in KiB, read without allocating. */
+static long address_space_kib(void)
 {
+    char text[64] = {0};
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(read(fd, text, sizeof text - 1) > 0);
+    close(fd);
+    return atol(text) * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* In a fresh process, before stdout's buffer or anything else is allocated: with 32 MiB
+ * of room, no arena can be mapped, and every kind of request fails with ENOMEM rather
+ * than crash or hand out a bad block; with the old limit back, every kind succeeds.
+ * Returns the number of failed checks. */
+static int no_room_for_an_arena(void)
+{
+    REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
+    struct rlimit old;
+    REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
+    rlim_t tight = ((rlim_t)address_space_kib() + 32 * 1024) * 1024;
+    REQUIRE(old.rlim_cur == RLIM_INFINITY || old.rlim_cur > tight + ((rlim_t)128 << 20));
+    struct rlimit limited = {tight, old.rlim_max};
+    REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
+    static const size_t sizes[] = {16, 1000, 40 * KIB, MIB, 16 * MIB};
+    int granted = 0, bad_errno = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        errno = 0;
+        void *p = malloc(sizes[i]);
+        granted += p != NULL;
+        bad_errno += !p && errno != ENOMEM;
+        free(p);
+        errno = 0;
+        p = calloc(1, sizes[i]);
+        granted += p != NULL;
+        bad_errno += !p && errno != ENOMEM;
+        free(p);
+        errno = 0;
+        p = realloc(NULL, sizes[i]);
+        granted += p != NULL;
+        bad_errno += !p && errno != ENOMEM;
+        free(p);
+        p = NULL;
+        int refused = posix_memalign(&p, 64, sizes[i]);
+        granted += refused == 0;
+        bad_errno += refused != 0 && refused != ENOMEM;
+        free(p);
+    }
+    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+    CHECK(granted == 0);
+    CHECK(bad_errno == 0);
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        unsigned char *p = malloc(sizes[i]);
+        unsigned char *z = calloc(1, sizes[i]);
+        CHECK(p && z);
+        if (p && z) {
+            memset(p, 0x5A, sizes[i]);
+            CHECK(z[0] == 0 && z[sizes[i] - 1] == 0 && p[sizes[i] - 1] == 0x5A);
+        }
+        free(p);
+        free(z);
+    }
+    return test_failures;
+}
+
+/* The check above in a new run of this program, which skips the preload check's
+ * allocation before main (TEST_ON_GLIBC: the parent has made that check). */
+static void no_room_for_an_arena_then_recovers(void)
+{
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        setenv("TEST_ON_GLIBC", "1", 1);
+        execl("/proc/self/exe", "test_ulimit", "no-room", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "no-room") == 0)
+        return no_room_for_an_arena() == 0 ? 0 : 1;
+    RUN(no_room_for_an_arena_then_recovers);
     /* stdout's buffer before memory runs out */
     printf("# filling the address space\n");
     fflush(stdout);
