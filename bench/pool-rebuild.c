@@ -13,7 +13,10 @@
  *
  * Validation: every block carries a tag (thread, step) in its header, after it and in its
  * last 8 bytes and, for a large block, in every page; all are checked before the block is
- * freed, the shared ones by whichever thread takes them out of the table.
+ * freed, the shared ones by whichever thread takes them out of the table. A block kept in
+ * a private slot is also checked against the tag its slot remembers: a block handed out
+ * twice carries its second owner's tag, whole and consistent, which only a tag kept
+ * outside the block tells from its own (whatever the scheduler interleaves).
  */
 #include "common.h"
 
@@ -62,11 +65,14 @@ static struct block *make(struct bench_rng *rng, uint64_t tag)
     return b;
 }
 
-static void drop(struct block *b, const char *what)
+/* Checks and frees a block; `expected` is its tag where the caller knows it, else 0. */
+static void drop(struct block *b, uint64_t expected, const char *what)
 {
     size_t size = b->size;
     if (size < SMALL_MIN || size > cfg.large_max)
         bench_fail("block %p (%s) has a corrupt header", (void *)b, what);
+    if (expected && b->tag != expected)
+        bench_fail("block %p (%s) carries another block's tag: handed out twice", (void *)b, what);
     bench_tag_check(b + 1, size - sizeof *b, b->tag, what);
     for (size_t off = PAGE; off + 8 <= size - 8; off += PAGE)
         if (*(const uint64_t *)((const char *)b + off) != page_word(b->tag, off / PAGE))
@@ -83,20 +89,23 @@ static void *worker(void *arg)
     bench_rng_seed(&rng, id * 7919 + 13);
     /* The slots live on the stack, out of the allocator under test. */
     struct block *slot[MAX_SLOTS] = {0};
+    uint64_t slot_tag[MAX_SLOTS] = {0}; /* the tag of the block this thread made there; 0: taken */
     for (long s = 0; s < cfg.steps; s++) {
         long i = (long)bench_rng_below(&rng, (uint64_t)cfg.slots);
         if (slot[i])
-            drop(slot[i], "free of a private block");
-        slot[i] = make(&rng, bench_tag(id, (uint64_t)s));
+            drop(slot[i], slot_tag[i], "free of a private block");
+        slot_tag[i] = bench_tag(id, (uint64_t)s);
+        slot[i] = make(&rng, slot_tag[i]);
         if (cfg.share > 0 && bench_rng_below(&rng, (uint64_t)cfg.share) == 0) {
             long cell = (long)bench_rng_below(&rng, SHARED_SIZE);
             /* acq_rel: take the block another thread published, publish ours */
             slot[i] = atomic_exchange_explicit(&cfg.shared[cell], slot[i], memory_order_acq_rel);
+            slot_tag[i] = 0; /* from the table: only its own tags say what it holds */
         }
     }
     for (long i = 0; i < cfg.slots; i++)
         if (slot[i])
-            drop(slot[i], "free at thread exit");
+            drop(slot[i], slot_tag[i], "free at thread exit");
     return NULL;
 }
 
@@ -142,7 +151,7 @@ int main(int argc, char **argv)
     for (long c = 0; c < SHARED_SIZE; c++) {
         struct block *b = atomic_exchange(&cfg.shared[c], NULL);
         if (b)
-            drop(b, "final free of a shared block");
+            drop(b, 0, "final free of a shared block");
     }
     if (atomic_load(&cfg.freed) != atomic_load(&cfg.made))
         bench_fail("allocated %ld blocks but freed %ld", atomic_load(&cfg.made),
