@@ -119,11 +119,13 @@ bool platform_at_thread_exit(_Atomic unsigned *key_plus_one, void (*destructor)(
     return set;
 }
 
-bool platform_thread_exit_armed(_Atomic unsigned *key_plus_one, const void *value)
+void platform_thread_exit_rearm(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
+                                void *value)
 {
     /* Acquire: as in platform_thread_key. */
     unsigned key_plus = atomic_load_explicit(key_plus_one, memory_order_acquire);
-    return key_plus != 0 && pthread_getspecific((pthread_key_t)(key_plus - 1)) == value;
+    if (key_plus == 0 || pthread_getspecific((pthread_key_t)(key_plus - 1)) != value)
+        platform_at_thread_exit(key_plus_one, destructor, value);
 }
 
 bool platform_thread_start(void *(*fn)(void *), void *arg)

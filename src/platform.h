@@ -102,9 +102,11 @@ unsigned platform_thread_key(_Atomic unsigned *key_plus_one, void (*destructor)(
  * same range is lost (platform_thread_key). False if no key could be made. */
 bool platform_thread_key_late(_Atomic unsigned *key_plus_one, void (*destructor)(void *));
 
-/* True if this thread's value for the key in *key_plus_one is `value`: its exit will run
- * the destructor with it. */
-bool platform_thread_exit_armed(_Atomic unsigned *key_plus_one, const void *value);
+/* Registers `value` again (platform_at_thread_exit) unless this thread's value for the
+ * key already is `value`: for a caller whose registration under a late key may have been
+ * replaced by the pthread_setspecific it was nested in. */
+void platform_thread_exit_rearm(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
+                                void *value);
 
 /* Starts a detached thread running fn(arg) with every signal blocked; the caller's mask
  * is as it was on return. False if refused. */

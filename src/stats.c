@@ -166,8 +166,8 @@ void stats_exit_reverify(void)
     struct stats_block *mine = stats_self;
     if (!mine)
         stats_take_mine(true);
-    else if (!platform_thread_exit_armed(&stats_exit_key, mine))
-        platform_at_thread_exit(&stats_exit_key, stats_thread_exit, mine);
+    else
+        platform_thread_exit_rearm(&stats_exit_key, stats_thread_exit, mine);
 }
 
 /* Adds one block's counters to `total`: whole, or since malloc_stats_clear. */

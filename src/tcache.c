@@ -138,8 +138,8 @@ __thread bool tcache_exit_verify;
 void tcache_exit_reverify(void)
 {
     struct tcache *tc = &tcache_self;
-    if (tc->id < TCACHE_ID_EXITED && !platform_thread_exit_armed(&tcache_exit_key, tc))
-        platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, tc);
+    if (tc->id < TCACHE_ID_EXITED)
+        platform_thread_exit_rearm(&tcache_exit_key, tcache_thread_exit, tc);
     stats_exit_reverify();
 }
 
