@@ -208,17 +208,20 @@ static inline _Atomic uint64_t *partial_shard(unsigned cls, uint64_t tid)
  * no descriptor: once a superblock is EMPTY, the thread that pops its descriptor may
  * recycle it at any moment, so the releasing thread works from copies it made while the
  * superblock was live. */
-static void pages_release(char *start, size_t size, size_t registered, bool os_backed)
+static void pages_release(char *start, size_t size, size_t registered, bool os_backed, bool guarded)
 {
     /* Clear the map first: once the pages are unmapped another mapping may take their
      * addresses and register them. */
     pagemap_set(start, registered, NULL);
-    /* The secure build's guard page after a large block goes with the chunk: its next
-     * tenant may put a block there. A refusal keeps the chunk out of use rather than
-     * hand out a trap. */
-    if (SECURE_ENABLED && !os_backed && size > SECURE_GUARD_BYTES &&
-        !os_protect(start + size - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, true))
-        return;
+    /* The secure build's guard page after a large block goes with the chunk (a mapping of
+     * its own goes with its unmapping): the chunk's next tenant may put a block there. A
+     * refusal keeps the chunk out of use, and its guard counted, rather than hand out a
+     * trap. */
+    if (SECURE_ENABLED && guarded) {
+        if (!os_backed && !os_protect(start + size - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, true))
+            return;
+        secure_guard_put();
+    }
     if (os_backed)
         os_unmap(start, size);
     else
@@ -394,7 +397,7 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
         bool on_stack = anchor_state(old) != ANCHOR_FULL;
         LFH_PARK(HEAP_EMPTY_UNRELEASED);
         STATS_ADD(STATS_SUPERBLOCKS_RELEASED, 1);
-        pages_release(start, size, size, false);
+        pages_release(start, size, size, false, false);
         if (!on_stack)
             desc_retire(d);
     } else if (anchor_state(old) == ANCHOR_FULL) {
@@ -521,9 +524,16 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
         desc_retire(d);
         return NULL;
     }
-    /* The secure build's guard page right after the block's usable bytes. */
-    if (SECURE_ENABLED)
-        os_protect(start + bytes - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, false);
+    /* The secure build's guard page right after the block's usable bytes, while the
+     * budget of guard pages allows (secure_guard_take); the usable size leaves the page
+     * out either way. */
+    d->large_guarded = false;
+    if (SECURE_ENABLED && secure_guard_take()) {
+        d->large_guarded =
+            os_protect(start + bytes - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, false);
+        if (!d->large_guarded)
+            secure_guard_put();
+    }
     vgclient_alloc(start, bytes, *zeroed);
     STATS_ADD(d->os_backed ? STATS_HUGE_ALLOCATED : STATS_LARGE_ALLOCATED, 1);
     STATS_ADD(d->os_backed ? STATS_HUGE_BYTES_IN : STATS_LARGE_BYTES_IN, bytes);
@@ -535,7 +545,7 @@ void heap_large_free(struct descriptor *d)
     vgclient_free(d->start);
     STATS_ADD(d->os_backed ? STATS_HUGE_FREED : STATS_LARGE_FREED, 1);
     STATS_ADD(d->os_backed ? STATS_HUGE_BYTES_OUT : STATS_LARGE_BYTES_OUT, d->size);
-    pages_release(d->start, d->size, OS_PAGE_SIZE, d->os_backed);
+    pages_release(d->start, d->size, OS_PAGE_SIZE, d->os_backed, d->large_guarded);
     desc_retire(d);
 }
 

@@ -69,6 +69,8 @@ struct descriptor {
     /* A large block's record (request size and sticky properties), written by the thread
      * that allocates or resizes it, read by whoever holds it. */
     uint32_t large_flags;
+    /* The secure build: the block's last page is a guard page (secure_guard_take). */
+    bool large_guarded;
     size_t large_request;
 
     /* The carve frontier, as the key of its address (heap_block_key): every block below

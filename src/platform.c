@@ -156,6 +156,20 @@ void platform_sleep_ms(uint32_t ms)
     nanosleep(&pause, NULL);
 }
 
+long platform_max_map_count(void)
+{
+    char text[32];
+    int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 65530;
+    text[n] = '\0';
+    long limit = strtol(text, NULL, 10);
+    return limit > 0 ? limit : 65530;
+}
+
 long platform_live_threads(void)
 {
     /* /proc/self/stat is the main thread's line: "pid (name) state ..." with the thread

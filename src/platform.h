@@ -108,6 +108,10 @@ bool platform_thread_key_late(_Atomic unsigned *key_plus_one, void (*destructor)
 void platform_thread_exit_rearm(_Atomic unsigned *key_plus_one, void (*destructor)(void *),
                                 void *value);
 
+/* The most memory mappings the kernel lets the process have (vm.max_map_count), or the
+ * kernel's default, 65,530, if it cannot be read. No allocation. */
+long platform_max_map_count(void);
+
 /* Starts a detached thread running fn(arg) with every signal blocked; the caller's mask
  * is as it was on return. False if refused. */
 bool platform_thread_start(void *(*fn)(void *), void *arg);

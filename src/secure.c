@@ -31,6 +31,32 @@ void secure_init(void)
                           memory_order_relaxed);
 }
 
+/* Guard pages placed, and how many may be (0 until the first take reads the limit).
+ * Relaxed: a count, not a publication; every take and put is one atomic read-modify-write,
+ * so no more than the budget ever hold a place (a take that finds the budget spent gives
+ * its increment back). */
+static _Atomic long secure_guards_placed;
+static _Atomic long secure_guard_budget;
+
+bool secure_guard_take(void)
+{
+    long budget = atomic_load_explicit(&secure_guard_budget, memory_order_relaxed);
+    if (budget == 0) {
+        /* Racing first takes store the same value. */
+        budget = platform_max_map_count() / 4;
+        atomic_store_explicit(&secure_guard_budget, budget, memory_order_relaxed);
+    }
+    if (atomic_fetch_add_explicit(&secure_guards_placed, 1, memory_order_relaxed) < budget)
+        return true;
+    atomic_fetch_sub_explicit(&secure_guards_placed, 1, memory_order_relaxed);
+    return false;
+}
+
+void secure_guard_put(void)
+{
+    atomic_fetch_sub_explicit(&secure_guards_placed, 1, memory_order_relaxed);
+}
+
 void secure_fail(const char *kind, const char *routine, const void *ptr)
 {
     struct out o;

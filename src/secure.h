@@ -55,6 +55,16 @@ extern struct secure_keys secure_keys __attribute__((visibility("hidden")));
 
 void secure_init(void);
 
+/* Guard pages: each one splits the mapping its block lies in, so it costs the process up
+ * to two of the memory mappings the kernel allows it (vm.max_map_count, 65,530 by
+ * default), and a mapping refused for want of them fails whatever asked for it: lfheap's
+ * own arenas, the program's mmap and thread stacks. So at most a quarter of that limit
+ * (read once) of large blocks carry a guard page at a time, and the blocks beyond get
+ * none. secure_guard_take claims a place (false when none is left); secure_guard_put
+ * gives one back, when a guard page is removed or could not be placed. */
+bool secure_guard_take(void);
+void secure_guard_put(void);
+
 /* Reports the misuse `kind` (e.g. "double free") found at `ptr` by `routine`, then
  * aborts. Writes with write(2): safe in any state of the heap. */
 void secure_fail(const char *kind, const char *routine, const void *ptr)
