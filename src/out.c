@@ -15,12 +15,27 @@
 void out_init(struct out *o, int fd)
 {
     o->fd = fd;
+    o->sink = NULL;
     o->len = 0;
+}
+
+void out_init_sink(struct out *o, void (*sink)(void *sink_arg, const char *text, size_t len),
+                   void *sink_arg)
+{
+    out_init(o, -1);
+    o->sink = sink;
+    o->sink_arg = sink_arg;
 }
 
 void out_flush(struct out *o)
 {
     int saved = errno;
+    if (o->sink) {
+        o->sink(o->sink_arg, o->buf, o->len);
+        o->len = 0;
+        errno = saved;
+        return;
+    }
     size_t done = 0;
     while (done < o->len) {
         long n = platform_write(o->fd, o->buf + done, o->len - done);

@@ -1,7 +1,8 @@
 /*
  * out: formatted output for the reports of the statistics and debug builds, without
  * stdio and without allocating (docs/DESIGN.md, property 6): text and numbers are gathered in
- * a buffer on the caller's stack and written with write(2) when it fills or is flushed.
+ * a buffer on the caller's stack and written with write(2) when it fills or is flushed
+ * (or handed to a sink of the caller's: malloc_info's to a stream with no descriptor).
  * Used by malloc_stats, malloc_info, the debug build's error lines and the reports of
  * broken invariants, which may run while the heap is in any state, even inside a failed
  * allocation.
@@ -17,11 +18,18 @@
 
 struct out {
     int fd;
+    /* If set, what is buffered goes to sink(sink_arg, ...) instead of to fd. */
+    void (*sink)(void *sink_arg, const char *text, size_t len);
+    void *sink_arg;
     size_t len;
     char buf[OUT_BUFFER];
 };
 
 void out_init(struct out *o, int fd);
+/* For a caller whose output has no file descriptor (malloc_info to an in-memory stream):
+ * the text goes to `sink`, which may do what this layer avoids (stdio, allocating). */
+void out_init_sink(struct out *o, void (*sink)(void *sink_arg, const char *text, size_t len),
+                   void *sink_arg);
 void out_str(struct out *o, const char *s);
 /* A decimal number as is (for XML and machine-read text). */
 void out_dec(struct out *o, uint64_t value);

@@ -313,77 +313,91 @@ static void xml_element(struct out *o, const char *tag, const char *const names[
     out_str(o, "/>\n");
 }
 
-static void stats_xml(int fd)
+static void stats_xml(struct out *o)
 {
     struct lfh_stats s;
     stats_fill(&s, NULL);
-    struct out o;
-    out_init(&o, fd);
-    out_str(&o, "<malloc version=\"lfheap-1\"");
-    xml_attr(&o, "counters", (uint64_t)s.counters);
-    xml_attr(&o, "debug", (uint64_t)s.debug);
-    out_str(&o, ">\n");
+    out_str(o, "<malloc version=\"lfheap-1\"");
+    xml_attr(o, "counters", (uint64_t)s.counters);
+    xml_attr(o, "debug", (uint64_t)s.debug);
+    out_str(o, ">\n");
     if (s.counters) {
         for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++)
-            xml_calls(&o, "routine", routine_names[r], &s.routine[r]);
+            xml_calls(o, "routine", routine_names[r], &s.routine[r]);
         static const char *const free_names[] = {"calls", "null_calls", "invalid_calls",
                                                  "request_bytes", "alloc_bytes"};
-        xml_element(&o, "free", free_names,
+        xml_element(o, "free", free_names,
                     (const uint64_t[]){s.free.calls, s.free.null_calls, s.free.invalid_calls,
                                        s.free.request_bytes, s.free.alloc_bytes},
                     5);
         static const char *const remote_names[] = {"blocks", "bytes"};
-        xml_element(&o, "remote_frees", remote_names,
+        xml_element(o, "remote_frees", remote_names,
                     (const uint64_t[]){s.remote_frees, s.remote_bytes}, 2);
-        xml_os(&o, "mmap", &s.mmap);
-        xml_os(&o, "munmap", &s.munmap);
-        xml_os(&o, "madvise", &s.madvise);
-        xml_os(&o, "mremap", &s.mremap);
+        xml_os(o, "mmap", &s.mmap);
+        xml_os(o, "munmap", &s.munmap);
+        xml_os(o, "madvise", &s.madvise);
+        xml_os(o, "mremap", &s.mremap);
         static const char *const thread_names[] = {"started",         "exited",
                                                    "caches_new",      "caches_adopted",
                                                    "caches_orphaned", "caches_flushed"};
-        xml_element(&o, "threads", thread_names,
+        xml_element(o, "threads", thread_names,
                     (const uint64_t[]){s.threads_started, s.threads_exited, s.caches_new,
                                        s.caches_adopted, s.caches_orphaned, s.caches_flushed},
                     6);
         static const char *const sb_names[] = {"created", "released", "live"};
         xml_element(
-            &o, "superblocks", sb_names,
+            o, "superblocks", sb_names,
             (const uint64_t[]){s.superblocks_created, s.superblocks_released, s.superblocks_live},
             3);
         static const char *const large_names[] = {"allocated", "freed", "live", "live_bytes"};
         xml_element(
-            &o, "large", large_names,
+            o, "large", large_names,
             (const uint64_t[]){s.large_allocated, s.large_freed, s.large_live, s.large_live_bytes},
             4);
         xml_element(
-            &o, "huge", large_names,
+            o, "huge", large_names,
             (const uint64_t[]){s.huge_allocated, s.huge_freed, s.huge_live, s.huge_live_bytes}, 4);
         static const char *const use_names[] = {"bytes"};
-        xml_element(&o, "in_use", use_names, (const uint64_t[]){s.bytes_in_use}, 1);
+        xml_element(o, "in_use", use_names, (const uint64_t[]){s.bytes_in_use}, 1);
     }
     static const char *const arena_names[] = {"count", "bytes"};
-    xml_element(&o, "arenas", arena_names, (const uint64_t[]){s.arenas, s.arena_bytes}, 2);
+    xml_element(o, "arenas", arena_names, (const uint64_t[]){s.arenas, s.arena_bytes}, 2);
     if (s.debug) {
         static const char *const req_names[] = {"bytes"};
-        xml_element(&o, "requested", req_names, (const uint64_t[]){s.request_in_use}, 1);
+        xml_element(o, "requested", req_names, (const uint64_t[]){s.request_in_use}, 1);
     }
-    out_str(&o, "</malloc>\n");
-    out_flush(&o);
+    out_str(o, "</malloc>\n");
+    out_flush(o);
+}
+
+/* malloc_info's output to a stream with no file descriptor (open_memstream, fmemopen). */
+static void stream_sink(void *fp, const char *text, size_t len)
+{
+    fwrite(text, 1, len, (FILE *)fp);
 }
 
 LFH_EXPORT int lfh_malloc_info(int options, FILE *fp)
 {
-    int fd = fp ? fileno(fp) : -1;
-    if (options != 0 || fd < 0) {
-        errno = EINVAL;
-        return -1;
+    /* As glibc: the error number itself, errno untouched (its manual page says -1 and
+     * errno; a program checking for non-zero works with both). */
+    if (options != 0 || !fp)
+        return EINVAL;
+    struct out o;
+    int saved = errno; /* fileno of an in-memory stream sets EBADF */
+    int fd = fileno(fp);
+    errno = saved;
+    if (fd >= 0) {
+        /* What the program wrote to the stream before comes first. fflush takes the
+         * stream's own lock, on the program's behalf, as its own stdio calls would; no
+         * allocator structure is held meanwhile. */
+        fflush(fp);
+        out_init(&o, fd);
+    } else {
+        /* An in-memory stream: written through stdio, which may allocate (a memstream
+         * grows), as the program's own writes to it do; lfheap holds nothing here. */
+        out_init_sink(&o, stream_sink, fp);
     }
-    /* What the program wrote to the stream before comes first. fflush takes the stream's
-     * own lock, on the program's behalf, as its own stdio calls would; no allocator
-     * structure is held meanwhile. */
-    fflush(fp);
-    stats_xml(fd);
+    stats_xml(&o);
     return 0;
 }
 

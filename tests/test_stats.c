@@ -547,8 +547,22 @@ int main(int argc, char **argv)
         fputs("<!-- lfheap malloc_info -->\n", f); /* written before: fflush keeps order */
         CHECK(lfh_malloc_info(0, f) == 0);
         errno = 0;
-        CHECK(lfh_malloc_info(1, f) == -1 && errno == EINVAL);
+        CHECK(lfh_malloc_info(1, f) == EINVAL && errno == 0);
         fclose(f);
+        /* A stream with no file descriptor gets the same report through stdio. */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        REQUIRE(mem);
+        fputs("<!-- before -->\n", mem);
+        errno = 0;
+        CHECK(lfh_malloc_info(0, mem) == 0 && errno == 0);
+        fputs("<!-- after -->\n", mem);
+        REQUIRE(fclose(mem) == 0);
+        CHECK(text && strncmp(text, "<!-- before -->\n<malloc version=\"lfheap-1\"", 42) == 0);
+        CHECK(text && strstr(text, "</malloc>\n<!-- after -->\n") != NULL);
+        CHECK(text && strstr(text, "<routine name=\"malloc\" calls=\"") != NULL);
+        free(text);
     }
     /* Last: it clears the counts that the report above shows whole. */
     RUN(clear_and_heap_stats);
