@@ -607,6 +607,45 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     return dest;
 }
 
+/* ---- usage --------------------------------------------------------------------------- */
+
+void heap_usage_get(struct heap_usage *out)
+{
+    *out = (struct heap_usage){0};
+    /* Relaxed everywhere, and GCC's atomic loads of the plain fields: other threads set
+     * descriptors up and retire them meanwhile, and a figure that mixes moments is all
+     * that is asked. A descriptor counts if the page map names it for its first page:
+     * live superblocks and large blocks, never retired ones (their pages are cleared
+     * before they go back). */
+    uint32_t high = atomic_load_explicit(&desc_high_water, memory_order_relaxed);
+    for (uint32_t i = 1; i <= high; i++) {
+        struct descriptor *d = desc_at(i);
+        char *start = __atomic_load_n(&d->start, __ATOMIC_RELAXED);
+        if (pagemap_desc_or_null(start) != d)
+            continue;
+        size_t size = __atomic_load_n(&d->size, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&d->class_index, __ATOMIC_RELAXED) == HEAP_CLASS_LARGE) {
+            if (__atomic_load_n(&d->os_backed, __ATOMIC_RELAXED)) {
+                out->mapped_blocks++;
+                out->mapped_bytes += size;
+            } else {
+                out->arena_in_use += size;
+            }
+            continue;
+        }
+        /* Blocks handed out at least once, from the carve frontier's key (the frontier's
+         * index times e, heap_block_key), less those free on the anchor's chain. */
+        uint64_t anchor = atomic_load_explicit(&d->anchor, memory_order_relaxed);
+        uint32_t block_size = __atomic_load_n(&d->block_size, __ATOMIC_RELAXED);
+        uint32_t max_count = __atomic_load_n(&d->max_count, __ATOMIC_RELAXED);
+        uint64_t e = __atomic_load_n(&d->block_magic, __ATOMIC_RELAXED) * block_size;
+        uint64_t carved = e ? atomic_load_explicit(&d->carved_limit, memory_order_relaxed) / e : 0;
+        uint64_t chained = anchor_count(anchor) - (uint64_t)(max_count - anchor_tail(anchor));
+        if (anchor_state(anchor) != ANCHOR_EMPTY && carved <= max_count && chained <= carved)
+            out->arena_in_use += (size_t)(carved - chained) * block_size;
+    }
+}
+
 #if OS_FAULT_INJECTION
 /* ---- test view -------------------------------------------------------------------- */
 

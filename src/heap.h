@@ -171,6 +171,18 @@ void heap_large_free(struct descriptor *desc);
  * block untouched) otherwise. The record (heap_props) is the caller's to update. */
 void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
 
+/* What the heap holds for the program, read from its descriptors (mallinfo2 in builds
+ * without counters). */
+struct heap_usage {
+    size_t arena_in_use;  /* blocks of live superblocks that are not free in them (also
+                             those in thread caches) and large blocks in the arenas */
+    size_t mapped_blocks; /* blocks in mappings of their own */
+    size_t mapped_bytes;  /* and their bytes */
+};
+/* A walk over every descriptor, O(superblocks and large blocks), reading while other
+ * threads allocate and free: a snapshot that may mix moments, never a stop. */
+void heap_usage_get(struct heap_usage *out);
+
 #if OS_FAULT_INJECTION
 /* Test view of the fault-injection build, for a quiescent heap: descriptors that are
  * neither free nor EMPTY on a partial stack, i.e. those of live superblocks and large

@@ -8,6 +8,7 @@
 
 #include "api_exports.h"
 #include "arena.h"
+#include "heap.h"
 #include "lfheap.h"
 #include "out.h"
 #include "platform.h"
@@ -411,11 +412,20 @@ LFH_EXPORT struct mallinfo2 lfh_mallinfo2(void)
     /* glibc's fields: uordblks and fordblks are the arenas' bytes in use and free,
      * hblks and hblkhd the blocks in mappings of their own and their bytes, which
      * uordblks does not count again (programs add uordblks and hblkhd). The counts of
-     * running threads may be summed mid-call: no difference goes below 0. */
+     * running threads may be summed mid-call: no difference goes below 0. Without
+     * counters the heap's descriptors tell, counting the blocks thread caches hold as in
+     * use (as glibc counts those of its tcache). */
     size_t in_arenas = s.bytes_in_use > s.huge_live_bytes ? s.bytes_in_use - s.huge_live_bytes : 0;
     info.arena = s.arena_bytes;
     info.hblks = s.huge_live;
     info.hblkhd = s.huge_live_bytes;
+    if (!s.counters) {
+        struct heap_usage usage;
+        heap_usage_get(&usage);
+        in_arenas = usage.arena_in_use < s.arena_bytes ? usage.arena_in_use : s.arena_bytes;
+        info.hblks = usage.mapped_blocks;
+        info.hblkhd = usage.mapped_bytes;
+    }
     info.uordblks = in_arenas;
     info.fordblks = s.arena_bytes > in_arenas ? s.arena_bytes - in_arenas : 0;
     return info;
