@@ -156,17 +156,27 @@ void platform_sleep_ms(uint32_t ms)
     nanosleep(&pause, NULL);
 }
 
+/* Reads the start of a small kernel file (/proc) into `text` (`size` bytes, NUL-ended),
+ * on the caller's stack: no allocation. False if it cannot be read or is empty. */
+static bool read_kernel_text(const char *path, char *text, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, text, size - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    text[n] = '\0';
+    return true;
+}
+
 long platform_max_map_count(void)
 {
     char text[32];
-    int fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return 65530;
-    text[n] = '\0';
-    long limit = strtol(text, NULL, 10);
+    long limit = read_kernel_text("/proc/sys/vm/max_map_count", text, sizeof text)
+                     ? strtol(text, NULL, 10)
+                     : 0;
     return limit > 0 ? limit : 65530;
 }
 
@@ -174,16 +184,10 @@ long platform_live_threads(void)
 {
     /* /proc/self/stat is the main thread's line: "pid (name) state ..." with the thread
      * count in field 20. The name may hold spaces and parentheses: fields are counted
-     * from the last ')'. Read into the stack: no allocation. */
+     * from the last ')'. */
     char line[1024];
-    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (!read_kernel_text("/proc/self/stat", line, sizeof line))
         return -1;
-    ssize_t n = read(fd, line, sizeof line - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    line[n] = '\0';
     const char *field = strrchr(line, ')');
     if (!field || field[1] != ' ')
         return -1;
