@@ -503,11 +503,36 @@ static void free_remote(void *block, struct descriptor *desc)
         flush_remote(tc);
 }
 
-void tcache_free_slow(void *block, struct descriptor *desc)
+/* tcache_free_slow's cases other than a plain push: a cache not set up or handed back,
+ * a full batch, the secure build's checks. Out of line, so that the push needs no frame. */
+static LFH_NOINLINE void free_remote_rare(void *block, struct descriptor *desc)
 {
     busy_enter();
     free_remote(block, desc);
     busy_leave();
+    tcache_purger_poll();
+}
+
+void tcache_free_slow(void *block, struct descriptor *desc)
+{
+    struct tcache *tc = &tcache_self;
+    /* id below TCACHE_ID_EXITED: a live cache, set up. */
+    if (SECURE_ENABLED ||
+        LFH_UNLIKELY(tc->id >= TCACHE_ID_EXITED || tc->remote_count + 1 >= TCACHE_REMOTE_BATCH)) {
+        free_remote_rare(block, desc);
+        return;
+    }
+    /* free_remote's push, without tcache_busy: it calls nothing, so a signal landing in it
+     * finds the interrupted instruction inside lfheap's code and the signal wrapper hides
+     * the cache from the handler (sigwrap.c), as for the fast paths. The count goes up
+     * before the block joins the list (the signal fence keeps that order): a thread that
+     * never comes back from a handler here leaves a list no longer than its count, which
+     * its exit returns whole (docs/ARCHITECTURE.md, *Threads that never return*). */
+    heap_block_mark_free(block, heap_mark());
+    heap_link_set(block, tc->remote_head);
+    tc->remote_count++;
+    atomic_signal_fence(memory_order_seq_cst);
+    tc->remote_head = block;
     tcache_purger_poll();
 }
 
