@@ -132,6 +132,89 @@ static void handler_error(void)
     atomic_fetch_add_explicit(&handler_errors, 1, memory_order_relaxed);
 }
 
+/* ---- blocks from another thread, for the remote-free variant -------------------------- */
+
+/* A block handed over: its address, size and fill pattern. */
+struct slot {
+    unsigned char *p;
+    size_t n;
+    uint64_t seed;
+};
+
+/* A single-producer, single-consumer ring of blocks (test code: the feeder may wait). */
+#define RING_SIZE 1024
+struct ring {
+    _Atomic uint64_t head, tail; /* next to take, next to fill */
+    struct slot items[RING_SIZE];
+};
+
+/* The feeder allocates blocks for the worker to free and for the worker's handler to
+ * free: each of their frees is a remote free (tcache_free_slow's push, or, in a handler
+ * that interrupted lfheap, the hidden cache's direct give-back). */
+static struct ring to_worker, to_handler;
+static bool remote_mode;
+static _Atomic int feeder_stop;
+static _Atomic uint64_t fed, freed_remote;
+
+static bool ring_put(struct ring *r, struct slot item)
+{
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    /* Acquire: the consumer's reads of the slots it freed are done. */
+    if (tail - atomic_load_explicit(&r->head, memory_order_acquire) == RING_SIZE)
+        return false;
+    r->items[tail % RING_SIZE] = item;
+    /* Release: publishes the slot. */
+    atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
+    return true;
+}
+
+static bool ring_take(struct ring *r, struct slot *item)
+{
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (head == atomic_load_explicit(&r->tail, memory_order_acquire))
+        return false;
+    *item = r->items[head % RING_SIZE];
+    atomic_store_explicit(&r->head, head + 1, memory_order_release);
+    return true;
+}
+
+/* Checks a handed-over block's pattern and frees it; false if it was damaged. */
+static bool free_handed_over(struct ring *r)
+{
+    struct slot item;
+    if (!ring_take(r, &item))
+        return true;
+    bool whole = intact(item.p, item.n, item.seed);
+    free(item.p);
+    atomic_fetch_add_explicit(&freed_remote, 1, memory_order_relaxed);
+    return whole;
+}
+
+static void *feeder_main(void *arg)
+{
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (unsigned turn = 0; !atomic_load_explicit(&feeder_stop, memory_order_relaxed); turn++) {
+        uint64_t r = next_random(&rng);
+        struct slot item = {.n = 1 + (size_t)(r >> 8) % 1024, .seed = r};
+        item.p = malloc(item.n);
+        if (!item.p) {
+            handler_error();
+            continue;
+        }
+        fill(item.p, item.n, item.seed);
+        struct ring *to = turn % 4 == 0 ? &to_handler : &to_worker;
+        while (!ring_put(to, item)) {
+            if (atomic_load_explicit(&feeder_stop, memory_order_relaxed)) {
+                free(item.p);
+                return arg;
+            }
+            sched_yield();
+        }
+        atomic_fetch_add_explicit(&fed, 1, memory_order_relaxed);
+    }
+    return arg;
+}
+
 static void handler_work(void)
 {
     unsigned depth = handler_depth;
@@ -144,6 +227,9 @@ static void handler_work(void)
     while (depth + 1 > seen && !atomic_compare_exchange_weak(&deepest, &seen, depth + 1))
         ;
     uint64_t seed = ++handler_seq * 0x9e3779b97f4a7c15ull + depth;
+    /* The ring's one consumer: only the outermost handler takes from it. */
+    if (remote_mode && depth == 0 && !free_handed_over(&to_handler))
+        handler_error();
     /* Blocks for this signal only. */
     size_t n = pick_size(seed);
     unsigned char *p = malloc(n);
@@ -242,12 +328,6 @@ static void onstack_handler(int sig)
 
 /* ---- the interrupted thread and the signallers -------------------------------------- */
 
-struct slot {
-    unsigned char *p;
-    size_t n;
-    uint64_t seed;
-};
-
 static _Atomic int worker_stop;
 static _Atomic uint64_t worker_ops, worker_errors;
 static _Atomic pid_t worker_tid;
@@ -316,6 +396,9 @@ static void *worker_main(void *arg)
     errno = EDOM;
     while (!atomic_load_explicit(&worker_stop, memory_order_relaxed)) {
         worker_step(slots, 64, &rng);
+        for (unsigned i = 0; remote_mode && i < 2; i++)
+            if (!free_handed_over(&to_worker))
+                worker_error();
         if (errno != EDOM) {
             worker_error();
             errno = EDOM;
@@ -355,7 +438,13 @@ static timer_t start_timer(pid_t tid, int sig, long interval_ns)
     return timer;
 }
 
-enum install { INSTALL_SIGINFO, INSTALL_PLAIN_ONSTACK, INSTALL_SIGNAL, INSTALL_NESTED };
+enum install {
+    INSTALL_SIGINFO,
+    INSTALL_PLAIN_ONSTACK,
+    INSTALL_SIGNAL,
+    INSTALL_NESTED,
+    INSTALL_REMOTE
+};
 
 static void install(enum install how)
 {
@@ -364,6 +453,7 @@ static void install(enum install how)
     sigemptyset(&act.sa_mask);
     switch (how) {
     case INSTALL_SIGINFO:
+    case INSTALL_REMOTE:
         act.sa_sigaction = info_handler;
         act.sa_flags = SA_SIGINFO | SA_RESTART;
         REQUIRE(sigaction(SIGUSR1, &act, NULL) == 0);
@@ -422,6 +512,12 @@ static struct stress_result stress(enum install how, uint64_t target, double lim
     install(how);
     uint64_t inside_before = landed_inside();
     double start = now_s();
+    remote_mode = how == INSTALL_REMOTE;
+    pthread_t feeder;
+    if (remote_mode) {
+        atomic_store(&feeder_stop, 0);
+        REQUIRE(pthread_create(&feeder, NULL, feeder_main, NULL) == 0);
+    }
     pthread_t worker;
     REQUIRE(pthread_create(&worker, NULL, worker_main,
                            how == INSTALL_PLAIN_ONSTACK ? (void *)1 : NULL) == 0);
@@ -443,6 +539,18 @@ static struct stress_result stress(enum install how, uint64_t target, double lim
         timer_delete(timers[i]);
     atomic_store(&worker_stop, 1);
     pthread_join(worker, NULL);
+    if (remote_mode) {
+        atomic_store(&feeder_stop, 1);
+        pthread_join(feeder, NULL);
+        /* What neither took: freed here, checked like the rest. */
+        while (to_worker.head != to_worker.tail)
+            if (!free_handed_over(&to_worker))
+                worker_error();
+        while (to_handler.head != to_handler.tail)
+            if (!free_handed_over(&to_handler))
+                handler_error();
+        remote_mode = false;
+    }
     struct stress_result r = {atomic_load(&handled),    landed_inside() - inside_before,
                               atomic_load(&worker_ops), atomic_load(&nested_deliveries),
                               atomic_load(&deepest),    now_s() - start};
@@ -452,7 +560,7 @@ static struct stress_result stress(enum install how, uint64_t target, double lim
 }
 
 static const char *const install_names[] = {"sigaction SA_SIGINFO", "sigaction SA_ONSTACK",
-                                            "signal()", "nested"};
+                                            "signal()", "nested", "remote frees"};
 
 static void check_stress(enum install how)
 {
@@ -470,6 +578,20 @@ static void check_stress(enum install how)
     CHECK(atomic_load(&worker_errors) == 0);
     CHECK(atomic_load(&arity_errors) == 0);
     CHECK(stress_saw_enough(how, signals_per_variant, r.handled, r.inside, r.nested, r.deepest));
+}
+
+/* The worker and its handler free blocks that a third thread allocated (every free a
+ * remote one), while signals land in those frees too: every handed-over block arrives
+ * whole and is freed once. */
+static void signals_interrupting_remote_frees(void)
+{
+    atomic_store(&fed, 0);
+    atomic_store(&freed_remote, 0);
+    check_stress(INSTALL_REMOTE);
+    printf("  remote frees: %llu blocks handed over, %llu freed\n",
+           (unsigned long long)atomic_load(&fed), (unsigned long long)atomic_load(&freed_remote));
+    CHECK(atomic_load(&fed) > 0);
+    CHECK(atomic_load(&freed_remote) == atomic_load(&fed));
 }
 
 static void signals_interrupting_siginfo_handler(void)
@@ -1064,6 +1186,7 @@ int main(int argc, char **argv)
         RUN_SELECTED(signals_interrupting_onstack_handler);
     RUN_SELECTED(signals_interrupting_signal_handler);
     RUN_SELECTED(signals_interrupting_nested_handlers);
+    RUN_SELECTED(signals_interrupting_remote_frees);
     RUN_SELECTED(killed_threads_leave_the_process_working);
     if (!RUNNING_ON_VALGRIND)
         RUN_SELECTED(handlers_fit_the_minimum_alternate_stack);
