@@ -384,10 +384,22 @@ void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_
 /* The end of a realloc that moves: the old block's first old_request bytes (at most
  * `size`) into fresh, the rest of its `size` bytes zeroed if the block is zero-filled,
  * and the old block (ptr, desc) freed. */
-static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size_t old_request,
+/* The bytes of a block that a move keeps, from its start: every byte malloc_usable_size
+ * reported, which the program may have written (the Linux manual's promise, and what
+ * glibc, jemalloc and tcmalloc keep; a string type that sizes itself by the usable size
+ * relies on it), but only the request of a zero-filled block, whose bytes past the
+ * request are zeros in the new block (the sticky zero fill, as llheap's realloc). */
+static inline size_t kept_bytes(const struct descriptor *desc, size_t request, bool zero_fill)
+{
+    if (zero_fill)
+        return request;
+    return DEBUG_ENABLED ? debug_usable(request) : usable_size(desc);
+}
+
+static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size_t kept,
                            size_t size, bool zero_fill)
 {
-    size_t copied = old_request < size ? old_request : size;
+    size_t copied = kept < size ? kept : size;
     memcpy(fresh, ptr, copied);
     if (copied >= 2 * sizeof(void *))
         vgclient_copied_mark(fresh);
@@ -421,7 +433,8 @@ static void *realloc_tracked_small(void *ptr, struct descriptor *desc, uint32_t 
     if (!fresh)
         return NULL; /* errno is ENOMEM */
     *heap_record_at(pagemap_desc_or_foreign(fresh), fresh) = flags | (uint32_t)size;
-    return move_contents(fresh, ptr, desc, old_request, size, zero_fill);
+    return move_contents(fresh, ptr, desc, kept_bytes(desc, old_request, zero_fill), size,
+                         zero_fill);
 }
 
 /* realloc of the block at ptr (desc) to `size` > 0 bytes, keeping its contents and sticky
@@ -476,7 +489,8 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     fresh = tracked ? api_alloc_tracked(&props, false) : malloc_block(size);
     if (!fresh)
         return NULL;
-    return move_contents(fresh, ptr, desc, old_request, size, props.zero_fill);
+    return move_contents(fresh, ptr, desc, kept_bytes(desc, old_request, props.zero_fill), size,
+                         props.zero_fill);
 }
 
 /* The descriptor of the live block at ptr for a resizing routine, or NULL (the call

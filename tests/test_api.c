@@ -198,6 +198,66 @@ static void realloc_chains_keep_contents(void)
     }
 }
 
+/* Every byte malloc_usable_size reports belongs to the program (the Linux manual), so a
+ * realloc that moves the block keeps them all: for plain, aligned and large blocks, each
+ * filled to its usable size, then grown past it. A calloc block keeps its request, and
+ * the bytes past the request read 0 in the grown block (the sticky zero fill, docs/API.md),
+ * even where the program wrote into its usable tail. */
+static void realloc_keeps_every_usable_byte(void)
+{
+    static const size_t sizes[] = {0, 1, 24, 100, 3000, 32768, 40000, 100000, 1 << 20, 5 << 20};
+    for (int kind = 0; kind < 6; kind++) {
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            size_t n = sizes[i];
+            unsigned char *p = NULL;
+            switch (kind) {
+            case 0:
+                p = T_MALLOC(n);
+                break;
+            case 1:
+                p = T_ALIGNED_ALLOC(64, (n + 63) & ~(size_t)63);
+                break;
+            case 2:
+                REQUIRE(T_POSIX_MEMALIGN((void **)&p, 64, n) == 0);
+                break;
+            case 3:
+                p = T_MEMALIGN(4096, n);
+                break;
+            case 4:
+                p = T_VALLOC(n);
+                break;
+            case 5:
+                p = T_CALLOC(1, n);
+                break;
+            }
+            REQUIRE(p);
+            size_t usable = T_MALLOC_USABLE_SIZE(p);
+            REQUIRE(usable >= n);
+            unsigned seed = (unsigned)(kind * 31 + i);
+            pattern_fill(p, 0, usable, seed);
+            for (int step = 0; step < 2; step++) {
+                size_t want = step == 0 ? usable + 1 : usable * 2 + 100000;
+                unsigned char *q = T_REALLOC(p, want);
+                REQUIRE(q);
+                size_t kept = kind == 5 ? n : usable;
+                size_t lost = pattern_errors(q, 0, kept, seed, 0);
+                if (lost)
+                    printf("  kind %d, %zu bytes (usable %zu) grown to %zu: %zu bytes lost\n", kind,
+                           n, usable, want, lost);
+                CHECK(lost == 0);
+                if (kind == 5)
+                    CHECK(pattern_errors(q, kept, want, seed, 1) == 0);
+                p = q;
+                n = want;
+                usable = T_MALLOC_USABLE_SIZE(p);
+                REQUIRE(usable >= want);
+                pattern_fill(p, 0, usable, seed);
+            }
+            T_FREE(p);
+        }
+    }
+}
+
 /* A calloc block keeps its zero fill through reallocs that stay in place: dirtied, shrunk
  * by a quarter and grown back, the bytes it regained read 0 although the program wrote
  * them before the shrink. */
@@ -823,6 +883,7 @@ int main(void)
     RUN(calloc_zeroes);
     RUN(realloc_semantics);
     RUN(realloc_chains_keep_contents);
+    RUN(realloc_keeps_every_usable_byte);
     RUN(calloc_block_regrows_zeroed);
     RUN(calloc_zeroes_reused_blocks);
     RUN(calloc_zeroes_fresh_blocks);
