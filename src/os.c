@@ -235,6 +235,14 @@ bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
     return platform_move(old, old_size, dest, new_size);
 }
 
+bool os_grow(void *addr, size_t old_size, size_t new_size)
+{
+    if (os_fault())
+        return false;
+    os_count(STATS_MREMAP_CALLS, new_size);
+    return platform_grow(addr, old_size, new_size);
+}
+
 #if OS_FAULT_INJECTION
 void os_fault_inject(uint64_t nth, bool persistent)
 {

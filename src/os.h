@@ -49,6 +49,10 @@ bool os_decommit(void *addr, size_t size);
  * failure, and then both mappings are as they were. */
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size);
 
+/* Extends a mapping from os_map where it is, to new_size; false (and nothing changed) if
+ * the addresses after it are taken. */
+bool os_grow(void *addr, size_t old_size, size_t new_size);
+
 /* Makes the pages of the range inaccessible (a guard page) or accessible again. False
  * if the kernel refused (it may, when the split would exceed vm.max_map_count). */
 bool os_protect(void *addr, size_t size, bool accessible);

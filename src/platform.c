@@ -52,6 +52,11 @@ bool platform_move(void *old, size_t old_size, void *dest, size_t new_size)
     return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
 }
 
+bool platform_grow(void *addr, size_t old_size, size_t new_size)
+{
+    return mremap(addr, old_size, new_size, 0) != MAP_FAILED;
+}
+
 bool platform_protect(void *addr, size_t size, bool accessible)
 {
     return mprotect(addr, size, accessible ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;

@@ -71,6 +71,10 @@ bool platform_advise_huge(void *addr, size_t size);
  * MREMAP_FIXED); false on failure, and then both mappings are as they were. */
 bool platform_move(void *old, size_t old_size, void *dest, size_t new_size);
 
+/* Extends the mapping [addr, addr + old_size) to new_size where it is (mremap without
+ * MREMAP_MAYMOVE); false if the addresses after it are taken, and then nothing changed. */
+bool platform_grow(void *addr, size_t old_size, size_t new_size);
+
 /* Makes the range inaccessible or read-write again; false if the kernel refused. */
 bool platform_protect(void *addr, size_t size, bool accessible);
 

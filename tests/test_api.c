@@ -541,6 +541,34 @@ static void large_realloc_by_a_little_stays(void)
     CHECK(roomy > 0 || exact == sizes);
 }
 
+/* A block above 64 MiB (a mapping of its own) grown 256 KiB at a time to 128 MiB keeps
+ * every byte it had: it grows where it is when the addresses after it are free, and is
+ * remapped elsewhere when they are not. How often it moved depends on the kernel's
+ * layout of the address space, so it is printed, not judged. */
+static void mapped_block_grows_by_small_steps(void)
+{
+    size_t n = ((size_t)64 << 20) + 4096, step = (size_t)256 << 10;
+    unsigned char *p = T_MALLOC(n);
+    REQUIRE(p);
+    memset(p, 0x5c, n);
+    size_t moves = 0, wrong = 0;
+    for (size_t want = n + step; want <= ((size_t)128 << 20); want += step) {
+        unsigned char *q = T_REALLOC(p, want);
+        REQUIRE(q);
+        moves += q != p;
+        /* The old end and a page in the middle, each step; every byte at the end. */
+        wrong += q[n - 1] != 0x5c || q[n / 2] != 0x5c || q[0] != 0x5c;
+        memset(q + n, 0x5c, want - n);
+        p = q;
+        n = want;
+    }
+    for (size_t i = 0; i < n; i += 4096)
+        wrong += p[i] != 0x5c;
+    printf("  64 MiB to 128 MiB in 256 steps: %zu moves\n", moves);
+    CHECK(wrong == 0);
+    T_FREE(p);
+}
+
 /* Hides where a pointer came from, so that the compiler does not take the interior
  * pointers below for the block itself (it warns about a use after realloc otherwise). */
 static void *opaque(void *ptr)
@@ -893,6 +921,7 @@ int main(void)
     RUN(usable_size_and_free_edge_cases);
     RUN(large_blocks_hold_at_most_a_quarter_more);
     RUN(large_realloc_by_a_little_stays);
+    RUN(mapped_block_grows_by_small_steps);
     RUN(interior_pointers_are_ignored);
     RUN(foreign_addresses_are_refused);
     RUN(uncarved_slots_are_ignored);
