@@ -381,9 +381,6 @@ void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_
     return large_resize(desc, room, align);
 }
 
-/* The end of a realloc that moves: the old block's first old_request bytes (at most
- * `size`) into fresh, the rest of its `size` bytes zeroed if the block is zero-filled,
- * and the old block (ptr, desc) freed. */
 /* The bytes of a block that a move keeps, from its start: every byte malloc_usable_size
  * reported, which the program may have written (the Linux manual's promise, and what
  * glibc, jemalloc and tcmalloc keep; a string type that sizes itself by the usable size
@@ -396,6 +393,9 @@ static inline size_t kept_bytes(const struct descriptor *desc, size_t request, b
     return DEBUG_ENABLED ? debug_usable(request) : usable_size(desc);
 }
 
+/* The end of a realloc that moves: the old block's first `kept` bytes (kept_bytes; at
+ * most `size`) into fresh, the rest of its `size` bytes zeroed if the block is
+ * zero-filled, and the old block (ptr, desc) freed. */
 static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size_t kept,
                            size_t size, bool zero_fill)
 {
