@@ -284,11 +284,14 @@ static void os_calls_superblocks_and_large_blocks(void)
     CHECK(DELTA(huge_live_bytes) >= huge_size);
 
     before = after;
-    huge = lfh_realloc(huge, huge_size * 2); /* the kernel moves the pages */
+    /* The kernel grows the mapping where it is, or, when the addresses after it are
+     * taken, that mremap fails and a second one moves the pages. */
+    huge = lfh_realloc(huge, huge_size * 2);
     REQUIRE(huge);
     snap(&after);
     CHECK(monotonic(&before, &after));
-    CHECK(DELTA(mremap.calls) == 1 && DELTA(huge_live_bytes) >= huge_size);
+    CHECK(DELTA(mremap.calls) >= 1 && DELTA(mremap.calls) <= 2 &&
+          DELTA(huge_live_bytes) >= huge_size);
 
     before = after;
     lfh_free(huge);
