@@ -481,6 +481,19 @@ void tcache_flush(void *block)
     tcache_purger_poll();
 }
 
+/* Buffers a block for its superblock's batch. The count goes up before the block joins
+ * the list (the signal fence keeps that order against a handler on this thread): a thread
+ * that never comes back from a handler here leaves a list no longer than its count, which
+ * its exit returns whole (docs/ARCHITECTURE.md, *Threads that never return*). */
+static inline void remote_push(struct tcache *tc, void *block)
+{
+    heap_block_mark_free(block, heap_mark());
+    heap_link_set(block, tc->remote_head);
+    tc->remote_count++;
+    atomic_signal_fence(memory_order_seq_cst);
+    tc->remote_head = block;
+}
+
 /* A small block this thread's cache may not keep: buffered to go back to its superblock
  * in a batch, or, once the cache was handed back, given back at once. */
 static void free_remote(void *block, struct descriptor *desc)
@@ -496,10 +509,8 @@ static void free_remote(void *block, struct descriptor *desc)
         heap_give_back(desc, block, block, 1, NULL);
         return;
     }
-    heap_block_mark_free(block, heap_mark());
-    heap_link_set(block, tc->remote_head);
-    tc->remote_head = block;
-    if (++tc->remote_count >= TCACHE_REMOTE_BATCH)
+    remote_push(tc, block);
+    if (tc->remote_count >= TCACHE_REMOTE_BATCH)
         flush_remote(tc);
 }
 
@@ -522,17 +533,10 @@ void tcache_free_slow(void *block, struct descriptor *desc)
         free_remote_rare(block, desc);
         return;
     }
-    /* free_remote's push, without tcache_busy: it calls nothing, so a signal landing in it
-     * finds the interrupted instruction inside lfheap's code and the signal wrapper hides
-     * the cache from the handler (sigwrap.c), as for the fast paths. The count goes up
-     * before the block joins the list (the signal fence keeps that order): a thread that
-     * never comes back from a handler here leaves a list no longer than its count, which
-     * its exit returns whole (docs/ARCHITECTURE.md, *Threads that never return*). */
-    heap_block_mark_free(block, heap_mark());
-    heap_link_set(block, tc->remote_head);
-    tc->remote_count++;
-    atomic_signal_fence(memory_order_seq_cst);
-    tc->remote_head = block;
+    /* The push without tcache_busy: it calls nothing, so a signal landing in it finds the
+     * interrupted instruction inside lfheap's code and the signal wrapper hides the cache
+     * from the handler (sigwrap.c), as for the fast paths. */
+    remote_push(tc, block);
     tcache_purger_poll();
 }
 
