@@ -7,7 +7,8 @@ TEST_BINS += $(BUILD)/t/test_units $(BUILD)/t-tsan/test_units \
              $(BUILD)/t-plain/test_purge $(BUILD)/t/test_arena $(BUILD)/t-tsan/test_arena
 TEST_BINS += $(BUILD)/t/test_sticky $(BUILD)/t-asan/test_sticky
 TEST_BINS += $(BUILD)/t/test_address_space $(BUILD)/t-plain/test_address_space
-TEST_BINS += $(BUILD)/t-plain/test_hugepages $(BUILD)/t-plain/test_guard_budget
+TEST_BINS += $(BUILD)/t-plain/test_hugepages $(BUILD)/t-plain/test_guard_budget \
+             $(BUILD)/t-plain/test_guarded_resize
 
 # llheap's own names, called by a program that links with the shared library, with the
 # static one, and with the static one while defining its own resize (weak symbols).

@@ -549,34 +549,32 @@ void heap_large_free(struct descriptor *d)
     desc_retire(d);
 }
 
-void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
+/* The secure build's guard page ends a mapped block, and splits its mapping in two, where
+ * mremap takes a range inside one mapping only: the guard opens for a resize (false if it
+ * cannot: the block stays as it is) and closes again at the block's end then. */
+static bool guard_open(struct descriptor *d)
 {
-    size_t bytes = round_to_pages(size);
+    return !SECURE_ENABLED || !d->large_guarded ||
+           os_protect(d->start + d->size - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, true);
+}
+
+/* A guard that cannot close (the kernel's mapping limit) is given up: the block goes on
+ * without one, as the blocks past the guard budget do (secure_guard_take). */
+static void guard_close(struct descriptor *d)
+{
+    if (!SECURE_ENABLED || !d->large_guarded ||
+        os_protect(d->start + d->size - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, false))
+        return;
+    d->large_guarded = false;
+    secure_guard_put();
+}
+
+/* A block of its own mapping resized to `bytes` (pages, and the guard page in the secure
+ * build), where it is or elsewhere; NULL if neither, the block as it was. */
+static void *mapping_resize(struct descriptor *d, size_t bytes, size_t align)
+{
     char *old = d->start;
     size_t old_bytes = d->size;
-    /* The secure build's guard page would have to move with the block's end: it moves
-     * the whole block instead. */
-    if (bytes < size || SECURE_ENABLED)
-        return NULL;
-    if (bytes == old_bytes)
-        return old;
-    if (!d->os_backed) {
-        /* A run keeps its size: stay while it holds at most a quarter more than the block
-         * (arena_large_size's bound), and also while the block grows within it or shrinks
-         * by at most a fifth, which adds little or nothing to what it held already. A run
-         * reused whole may hold up to ARENA_LARGE_REUSE_MAX times its block, and a
-         * realloc by a few bytes of a block in such a run moved it to another such run,
-         * copying it, every time (a block going back and forth between two runs:
-         * gperftools' tcmalloc_unittest). */
-        size_t held = round_to_pages(d->large_request);
-        bool fits =
-            bytes <= old_bytes && (old_bytes - bytes <= bytes / 4 || bytes + bytes / 4 >= held);
-        return fits ? old : NULL;
-    }
-    /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
-     * copy and a free), so that no resize escapes its bookkeeping. */
-    if (vgclient_memcheck())
-        return NULL;
     if (bytes < old_bytes) {
         /* Shrink in place: the tail holds no page-map entry (only the first page does,
          * and the block keeps it), so the kernel may hand it out at once. */
@@ -614,6 +612,37 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     d->start = dest;
     d->size = bytes;
     return dest;
+}
+
+void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
+{
+    size_t bytes = round_to_pages(size) + SECURE_GUARD_BYTES;
+    char *old = d->start;
+    size_t old_bytes = d->size;
+    if (bytes < size)
+        return NULL;
+    if (bytes == old_bytes)
+        return old;
+    if (!d->os_backed) {
+        /* A run keeps its size (and the secure build's guard page its end): stay while it
+         * holds at most a quarter more than the block (arena_large_size's bound), and also
+         * while the block grows within it or shrinks by at most a fifth, which adds little
+         * or nothing to what it held already. A run reused whole may hold up to
+         * ARENA_LARGE_REUSE_MAX times its block, and a realloc by a few bytes of a block
+         * in such a run moved it to another such run, copying it, every time (a block
+         * going back and forth between two runs: gperftools' tcmalloc_unittest). */
+        size_t held = round_to_pages(d->large_request) + SECURE_GUARD_BYTES;
+        bool fits =
+            bytes <= old_bytes && (old_bytes - bytes <= bytes / 4 || bytes + bytes / 4 >= held);
+        return fits ? old : NULL;
+    }
+    /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
+     * copy and a free), so that no resize escapes its bookkeeping. */
+    if (vgclient_memcheck() || !guard_open(d))
+        return NULL;
+    void *block = mapping_resize(d, bytes, align);
+    guard_close(d);
+    return block;
 }
 
 /* ---- usage --------------------------------------------------------------------------- */

@@ -42,6 +42,8 @@ run hugepages-off env LD_PRELOAD="$lib" build/t-plain/test_hugepages
 run hugepages-on env LFHEAP_HUGEPAGES=1 LD_PRELOAD="$lib" build/t-plain/test_hugepages
 run stress-hugepages env LFHEAP_HUGEPAGES=1 LD_PRELOAD="$lib" build/t-plain/test_stress 8 40000
 run threads-hugepages env LFHEAP_HUGEPAGES=1 LD_PRELOAD="$lib" build/t-plain/test_threads
+# Where realloc keeps a large block (the secure build: tests/suites/secure.sh).
+run guarded-resize env LD_PRELOAD="$lib" build/t-plain/test_guarded_resize
 # Beyond 256 GiB of arenas (288 GiB reserved, a few pages touched, ~36 MB of page map):
 # needs an unlimited address space and an overcommit policy that maps untouched memory.
 if [ "$(ulimit -v)" = unlimited ] && [ "$(cat /proc/sys/vm/overcommit_memory)" != 2 ]; then

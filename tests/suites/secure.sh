@@ -25,6 +25,7 @@ fi
 run stress-secure env LD_PRELOAD="$lib" build/t-plain/test_stress 8 40000
 run threads-secure env LD_PRELOAD="$lib" build/t-plain/test_threads
 run guard-budget-secure env LD_PRELOAD="$lib" build/t-plain/test_guard_budget
+run guarded-resize-secure env LD_PRELOAD="$lib" build/t-plain/test_guarded_resize guarded
 run purge-secure env LD_PRELOAD="$lib" build/t-plain/test_purge
 run purge-at-exit-secure env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge exit
 
