@@ -267,20 +267,20 @@ static LFH_NOINLINE void free_checked(void *ptr, const char *routine, bool sized
         return; /* ignored, as the release build ignores it */
     }
     if (sized)
-        debug_check_sized(ptr, desc, request, size, align);
+        debug_check_sized(routine, ptr, desc, request, size, align);
     stats_count_free(usable_size(desc), request);
     api_free_known_block(ptr, desc);
 }
 
 /* free's fast path in those builds: a live small block (the debug build checks and fills
  * it first) that goes back into this thread's cache; anything else takes free_checked. */
-LFH_INLINE void free_instrumented(void *ptr)
+LFH_INLINE void free_instrumented(void *ptr, const char *routine)
 {
     struct descriptor *desc = pagemap_desc_or_foreign(ptr);
     size_t usable = desc->block_size;
     size_t request;
     if (!debug_died_small(desc, ptr, &request)) {
-        free_checked(ptr, "free", false, 0, 0);
+        free_checked(ptr, routine, false, 0, 0);
         return;
     }
     if (LFH_LIKELY(tcache_free(ptr, desc) == TCACHE_FREE_CACHED)) {
@@ -288,7 +288,7 @@ LFH_INLINE void free_instrumented(void *ptr)
         return;
     }
     if (!DEBUG_ENABLED) {
-        free_checked(ptr, "free", false, 0, 0);
+        free_checked(ptr, routine, false, 0, 0);
         return;
     }
     /* The debug build checked the block and marked it freed: a remote free. */
@@ -301,7 +301,7 @@ LFH_INLINE void free_instrumented(void *ptr)
 LFH_EXPORT void lfh_free(void *ptr)
 {
     if (API_INSTRUMENTED) {
-        free_instrumented(ptr);
+        free_instrumented(ptr, "free");
         return;
     }
     /* Unknown pointers (NULL too) get a descriptor with no block start: slow path. */
@@ -334,6 +334,16 @@ LFH_EXPORT void lfh_free_aligned_sized(void *ptr, size_t alignment, size_t size)
         return;
     }
     lfh_free(ptr);
+}
+
+/* C++'s deletes in the statistics and debug builds: free's checks, and free_sized's for
+ * the sized ones (`sized`; align 0 for none), under the operator's name in the reports. */
+void api_delete_instrumented(void *ptr, bool sized, size_t size, size_t align)
+{
+    if (sized)
+        free_checked(ptr, "operator delete", true, size, align);
+    else
+        free_instrumented(ptr, "operator delete");
 }
 
 /* ---- queries and resizing --------------------------------------------------------- */

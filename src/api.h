@@ -13,6 +13,7 @@
 
 #include "common.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define API_INTERNAL __attribute__((visibility("hidden")))
@@ -22,5 +23,6 @@ void *api_aligned_alloc(size_t alignment, size_t size) API_INTERNAL;
 void api_free(void *ptr) API_INTERNAL;
 void api_free_sized(void *ptr, size_t size) API_INTERNAL;
 void api_free_aligned_sized(void *ptr, size_t alignment, size_t size) API_INTERNAL;
+void api_delete_instrumented(void *ptr, bool sized, size_t size, size_t align) API_INTERNAL;
 
 #endif

@@ -141,17 +141,26 @@ static void *cxx_new_aligned_nothrow(size_t size, size_t align, const void *noth
 /* Also the aligned and the nothrow deletes: their extra argument changes nothing. */
 static void cxx_delete(void *ptr)
 {
-    api_free(ptr);
+    if (API_INSTRUMENTED)
+        api_delete_instrumented(ptr, false, 0, 0);
+    else
+        api_free(ptr);
 }
 
 static void cxx_delete_sized(void *ptr, size_t size)
 {
-    api_free_sized(ptr, size);
+    if (API_INSTRUMENTED)
+        api_delete_instrumented(ptr, true, size, 0);
+    else
+        api_free_sized(ptr, size);
 }
 
 static void cxx_delete_aligned_sized(void *ptr, size_t size, size_t align)
 {
-    api_free_aligned_sized(ptr, align, size);
+    if (API_INSTRUMENTED)
+        api_delete_instrumented(ptr, true, size, align ? align : 1);
+    else
+        api_free_aligned_sized(ptr, align, size);
 }
 
 /* ---- their mangled names ------------------------------------------------------------ */

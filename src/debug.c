@@ -191,10 +191,9 @@ bool debug_check(const char *routine, void *ptr, struct descriptor *desc, bool c
     return true;
 }
 
-void debug_check_sized(void *ptr, struct descriptor *desc, size_t request, size_t size,
-                       size_t align)
+void debug_check_sized(const char *routine, void *ptr, struct descriptor *desc, size_t request,
+                       size_t size, size_t align)
 {
-    const char *routine = align ? "free_aligned_sized" : "free_sized";
     struct out o;
     if (size != request) {
         out_report_begin(&o, "wrong size");

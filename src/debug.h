@@ -126,10 +126,11 @@ void debug_died(struct descriptor *desc, void *block);
  * the tail canary too (free, realloc). *request is the block's request size. */
 bool debug_check(const char *routine, void *ptr, struct descriptor *desc, bool canary,
                  size_t *request);
-/* free_sized and free_aligned_sized (align 0 for free_sized) of the live block `ptr` of
- * `request` bytes: reports a size or alignment other than it was allocated with. */
-void debug_check_sized(void *ptr, struct descriptor *desc, size_t request, size_t size,
-                       size_t align);
+/* free_sized, free_aligned_sized or a sized operator delete (`routine`; align 0 for no
+ * alignment) of the live block `ptr` of `request` bytes: reports a size or alignment
+ * other than it was allocated with. */
+void debug_check_sized(const char *routine, void *ptr, struct descriptor *desc, size_t request,
+                       size_t size, size_t align);
 /* Reports a write to the freed block `block` (its fill is not intact). */
 void debug_report_fill(const struct descriptor *desc, const void *block) LFH_NOINLINE;
 
@@ -184,10 +185,10 @@ LFH_INLINE bool debug_check(const char *routine, void *ptr, struct descriptor *d
     *request = 0;
     return desc != NULL;
 }
-LFH_INLINE void debug_check_sized(void *ptr, struct descriptor *desc, size_t request, size_t size,
-                                  size_t align)
+LFH_INLINE void debug_check_sized(const char *routine, void *ptr, struct descriptor *desc,
+                                  size_t request, size_t size, size_t align)
 {
-    (void)ptr, (void)desc, (void)request, (void)size, (void)align;
+    (void)routine, (void)ptr, (void)desc, (void)request, (void)size, (void)align;
 }
 LFH_INLINE void debug_born_small(struct descriptor *desc, void *block, size_t request,
                                  uint32_t record)

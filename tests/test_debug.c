@@ -158,6 +158,19 @@ static void case_free_aligned_sized_wrong(void)
     free_aligned_sized(p, 32, 128);
 }
 
+/* C++'s sized delete, by its mangled name (operator delete(void *, size_t)), on a block
+ * of operator new(size_t): the report names the operator, not free_sized. Weak: a plain
+ * C program finds them in the preloaded library, not at link time. */
+void *_Znwm(size_t size) __attribute__((weak));
+void _ZdlPvm(void *ptr, size_t size) __attribute__((weak));
+
+static void case_delete_sized_wrong(void)
+{
+    REQUIRE(_Znwm && _ZdlPvm);
+    void *p = _Znwm(100);
+    _ZdlPvm(p, 50);
+}
+
 static void case_unfreed(void)
 {
     char *p = opaque(malloc(1000));
@@ -222,6 +235,7 @@ static const struct test_case cases[] = {
     {"free_sized_wrong", case_free_sized_wrong, ", 50): the block was allocated with 100 bytes", 1},
     {"free_aligned_sized_wrong", case_free_aligned_sized_wrong,
      "lfheap: wrong alignment: free_aligned_sized(0x", 1},
+    {"delete_sized_wrong", case_delete_sized_wrong, "lfheap: wrong size: operator delete(0x", 1},
     {"unfreed", case_unfreed, "lfheap: unfreed storage: 1,000 bytes requested and not freed", 0},
     {"clean", case_clean, NULL, 0},
 };
