@@ -77,9 +77,25 @@ static LFH_NOINLINE void *malloc_medium_or_large(size_t size)
     return alloc_large(size, API_MIN_ALIGN);
 }
 
+/* A zero-filled block's zeros: its whole usable size, which the program may use (the
+ * Linux manual), as glibc, jemalloc, tcmalloc and mimalloc clear it, not only the
+ * request; in the debug build the request, which is its usable size, with the canary
+ * after it. */
+static void zero_usable(struct descriptor *desc, void *block, size_t request)
+{
+    if (DEBUG_ENABLED) {
+        memset(block, 0, request);
+    } else if (desc->class_index == HEAP_CLASS_LARGE) {
+        memset(block, 0, request);
+        heap_large_zero_tail(desc, request);
+    } else {
+        memset(block, 0, usable_size(desc));
+    }
+}
+
 /* A block that remembers its request size and sticky properties (llheap): a block of a
  * tracked class (heap.h) or a large block, with its record written. `props->align` is a
- * power of two of at least API_MIN_ALIGN. The first `props->request` bytes are zeroed
+ * power of two of at least API_MIN_ALIGN. The block is zeroed (zero_usable)
  * if `clear` (the caller may want zero fill recorded without paying for it twice). In
  * the debug build every block the program gets comes from here, with room for its
  * canary. */
@@ -107,7 +123,7 @@ void *api_alloc_tracked(const struct heap_props *props, bool clear)
     debug_born(desc, block, size);
     /* Pages fresh from the kernel or decommitted read as zeros already. */
     if (clear && !zeroed)
-        memset(block, 0, size);
+        zero_usable(desc, block, size);
     return block;
 }
 
@@ -186,9 +202,10 @@ LFH_EXPORT void *lfh_calloc(size_t count, size_t size)
     /* The zeros also in pages that read as zeros already: the memset faults them in once
      * for writing, where the program's first read would map the zero page and its first
      * write fault again. */
-    void *block = tracked_small_take(bytes, HEAP_RECORD_CALLOC);
+    size_t usable;
+    void *block = tracked_small_take(bytes, HEAP_RECORD_CALLOC, &usable);
     if (LFH_LIKELY(block != NULL))
-        return counted(LFH_STATS_CALLOC, bytes, memset(block, 0, bytes));
+        return counted(LFH_STATS_CALLOC, bytes, memset(block, 0, usable));
     struct heap_props props = props_for(bytes, API_MIN_ALIGN, true);
     return counted(LFH_STATS_CALLOC, bytes, api_alloc_tracked(&props, true));
 }

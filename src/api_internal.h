@@ -134,7 +134,7 @@ static inline int is_power_of_two(size_t x)
  * malloc's table and NULL says the bin is empty; above, through the cache's slow path,
  * NULL says out of memory. NULL too for a large request and in the debug build, whose
  * records carry block states: the general path (api_alloc_tracked) takes over. */
-LFH_INLINE void *tracked_small_take(size_t bytes, uint32_t record)
+LFH_INLINE void *tracked_small_take(size_t bytes, uint32_t record, size_t *usable)
 {
     if (DEBUG_ENABLED)
         return NULL;
@@ -146,8 +146,11 @@ LFH_INLINE void *tracked_small_take(size_t bytes, uint32_t record)
         block = tcache_alloc(heap_tracked_class(sizeclass_of(bytes + SECURE_TAIL_BYTES)));
     else
         return NULL;
-    if (LFH_LIKELY(block != NULL))
-        *heap_record_at(pagemap_desc_or_foreign(block), block) = (uint32_t)bytes | record;
+    if (LFH_LIKELY(block != NULL)) {
+        struct descriptor *desc = pagemap_desc_or_foreign(block);
+        *heap_record_at(desc, block) = (uint32_t)bytes | record;
+        *usable = usable_size(desc);
+    }
     return block;
 }
 
@@ -156,9 +159,11 @@ LFH_INLINE void *tracked_small_take(size_t bytes, uint32_t record)
 static inline void *alloc_aligned(size_t align, size_t size, bool zero_fill)
 {
     if (align <= API_MIN_ALIGN) {
-        void *block = tracked_small_take(size, zero_fill ? HEAP_RECORD_CALLOC : HEAP_RECORD_MALLOC);
+        size_t usable;
+        void *block =
+            tracked_small_take(size, zero_fill ? HEAP_RECORD_CALLOC : HEAP_RECORD_MALLOC, &usable);
         if (LFH_LIKELY(block != NULL))
-            return zero_fill ? memset(block, 0, size) : block;
+            return zero_fill ? memset(block, 0, usable) : block;
     }
     struct heap_props props = props_for(size, align, zero_fill);
     return api_alloc_tracked(&props, zero_fill);

@@ -645,6 +645,23 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     return block;
 }
 
+/* Pages of a block's tail worth a madvise rather than a memset: a system call costs about
+ * what clearing a few pages does, and the pages it gives back leave the resident set. */
+#define ZERO_TAIL_DECOMMIT_MIN (16 * OS_PAGE_SIZE)
+
+void heap_large_zero_tail(struct descriptor *d, size_t from)
+{
+    size_t end = d->size - SECURE_GUARD_BYTES;
+    size_t page_end = round_to_pages(from);
+    if (from >= end)
+        return;
+    /* Under memcheck a decommit would not be seen as zeros: the memset is. */
+    if (end > page_end && end - page_end >= ZERO_TAIL_DECOMMIT_MIN && !vgclient_memcheck() &&
+        os_decommit(d->start + page_end, end - page_end))
+        end = page_end;
+    memset(d->start + from, 0, end - from);
+}
+
 /* ---- usage --------------------------------------------------------------------------- */
 
 void heap_usage_get(struct heap_usage *out)

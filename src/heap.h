@@ -170,6 +170,10 @@ void heap_large_free(struct descriptor *desc);
  * from the OS, by moving its pages to a new mapping aligned to `align`. NULL (and the
  * block untouched) otherwise. The record (heap_props) is the caller's to update. */
 void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
+/* Zeros the usable bytes of a large block the caller holds from offset `from` on; the
+ * whole pages after `from`'s page, when there are enough of them, by giving them back to
+ * the kernel (they read as zeros then, and leave the resident set). */
+void heap_large_zero_tail(struct descriptor *desc, size_t from);
 
 /* What the heap holds for the program, read from its descriptors (mallinfo2 in builds
  * without counters). */

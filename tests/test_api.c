@@ -371,6 +371,47 @@ static void calloc_zeroes_fresh_blocks(void)
         }
 }
 
+/* calloc clears the whole usable size, not only the request: the program may use those
+ * bytes (the Linux manual), and glibc, jemalloc, tcmalloc and mimalloc clear them. Each
+ * size is allocated after blocks of it were filled to their usable size and freed, so
+ * the blocks come back dirty; a large one also comes after a bigger block was freed, so
+ * that it may reuse that block's run, which holds more than it asked for. */
+static void calloc_zeroes_the_usable_size(void)
+{
+    enum { ROUNDS = 8 };
+    static unsigned char *blocks[ROUNDS];
+    size_t nonzero = 0, checked = 0;
+    for (size_t size = 1; size <= ((size_t)1 << 20); size = size * 3 / 2 + 1) {
+        unsigned char *bigger = T_MALLOC(size * 5 / 2);
+        REQUIRE(bigger);
+        memset(bigger, 0xab, T_MALLOC_USABLE_SIZE(bigger));
+        for (int i = 0; i < ROUNDS; i++) {
+            blocks[i] = T_CALLOC(1, size);
+            REQUIRE(blocks[i]);
+            memset(blocks[i], 0xab, T_MALLOC_USABLE_SIZE(blocks[i]));
+        }
+        for (int i = 0; i < ROUNDS; i++)
+            T_FREE(blocks[i]);
+        T_FREE(bigger);
+        for (int i = 0; i < ROUNDS; i++) {
+            blocks[i] = T_CALLOC(size, 1);
+            REQUIRE(blocks[i]);
+            size_t usable = T_MALLOC_USABLE_SIZE(blocks[i]);
+            CHECK(usable >= size);
+            size_t bad = pattern_errors(blocks[i], 0, usable, 0, 1);
+            if (bad)
+                fprintf(stderr, "  calloc(%zu, 1): %zu of its %zu usable bytes not zero\n", size,
+                        bad, usable);
+            nonzero += bad;
+            checked += usable;
+        }
+        for (int i = 0; i < ROUNDS; i++)
+            T_FREE(blocks[i]);
+    }
+    CHECK(nonzero == 0);
+    CHECK(checked > 0);
+}
+
 /* A realloc that fails leaves the block as it was, whichever path it took: a calloc
  * block (it has a record) and a malloc block, small and large. */
 static void failed_realloc_keeps_block(void)
@@ -926,6 +967,7 @@ int main(void)
     RUN(calloc_block_regrows_zeroed);
     RUN(calloc_zeroes_reused_blocks);
     RUN(calloc_zeroes_fresh_blocks);
+    RUN(calloc_zeroes_the_usable_size);
     RUN(failed_realloc_keeps_block);
     RUN(posix_memalign_semantics);
     RUN(aligned_alloc_and_memalign);
