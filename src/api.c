@@ -603,7 +603,8 @@ LFH_EXPORT int lfh_malloc_trim(size_t pad)
 {
     (void)pad;
     unsigned cached = tcache_flush_all();
-    return (cached != 0) | (arena_purge_all() != 0);
+    size_t purged = arena_purge_all();
+    return (cached != 0) | (purged != 0) | (arena_release_free_huge_pages() != 0);
 }
 
 /* glibc's tuning knobs: lfheap has none of them to set, so each of glibc's parameters is

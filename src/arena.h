@@ -65,6 +65,9 @@ void arena_free(void *chunk, size_t size);
 
 /* Decommits and releases every waiting chunk now (malloc_trim); returns how many. */
 size_t arena_purge_all(void);
+/* With huge pages on (LFHEAP_HUGEPAGES): gives back to the kernel every huge page of the
+ * arenas that no run occupies, and returns how many bytes that was (malloc_trim). */
+size_t arena_release_free_huge_pages(void);
 
 /* Between these calls (they nest), the chunks the calling thread frees are purged by the
  * outermost arena_prompt_end, with every other chunk whose delay ran out, instead of

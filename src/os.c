@@ -271,7 +271,7 @@ bool os_thread_start(void *(*fn)(void *), void *arg)
 /* -1 until the first os_advise_huge reads LFHEAP_HUGEPAGES, then 0 or 1. */
 static _Atomic int huge_pages_on = -1;
 
-bool os_advise_huge(void *addr, size_t size)
+bool os_huge_pages(void)
 {
     /* Relaxed: every thread computes the same value from the environment. */
     int on = atomic_load_explicit(&huge_pages_on, memory_order_relaxed);
@@ -279,7 +279,12 @@ bool os_advise_huge(void *addr, size_t size)
         on = platform_env_switch("LFHEAP_HUGEPAGES");
         atomic_store_explicit(&huge_pages_on, on, memory_order_relaxed);
     }
-    if (!on || os_fault())
+    return on != 0;
+}
+
+bool os_advise_huge(void *addr, size_t size)
+{
+    if (!os_huge_pages() || os_fault())
         return false;
     os_count(STATS_MADVISE_CALLS, size);
     return platform_advise_huge(addr, size);

@@ -84,6 +84,10 @@ bool os_wipe_on_fork(void *addr, size_t size);
  * whole, so a program touching a few pages of a fresh arena would hold 2 MiB. False
  * when off or refused (a kernel without them); either way the range works as before. */
 bool os_advise_huge(void *addr, size_t size);
+/* Whether LFHEAP_HUGEPAGES is on (read once). */
+bool os_huge_pages(void);
+/* The size of a transparent huge page on x86-64: what the kernel faults in whole. */
+#define OS_HUGE_PAGE_SIZE ((size_t)2 << 20)
 
 #if OS_FAULT_INJECTION
 /* Failure injection, compiled only into the test variant (`liblfheap-fault.a`): each

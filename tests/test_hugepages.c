@@ -160,6 +160,43 @@ static void memory_given_back_reads_as_zeros(void)
         free(blocks[i]);
 }
 
+/* Everything freed and malloc_trim called: the resident set goes back near where it
+ * was. With huge pages, each one faulted in whole also brought in the free pages around
+ * the runs that touched it, which a purge of those runs leaves resident when it splits
+ * the page: malloc_trim gives back every huge page no run occupies. Blocks of 16 KiB to
+ * 1 MiB, so that runs and superblocks share huge pages. */
+static void trim_returns_what_was_freed(void)
+{
+    enum { BLOCKS = 1200 };
+    static unsigned char *blocks[BLOCKS];
+    malloc_trim(0);
+    long before = test_rss_kib();
+    uint64_t state = 12345;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < BLOCKS; i++) {
+            state = state * 6364136223846793005u + 1442695040888963407u;
+            size_t size = ((size_t)16 << 10) << (state >> 61) % 7;
+            size += (state >> 32) % size;
+            blocks[i] = malloc(size);
+            REQUIRE(blocks[i]);
+            memset(blocks[i], 0x5a, size);
+            if (i % 3 == 2) {
+                free(blocks[i / 2]);
+                blocks[i / 2] = NULL;
+            }
+        }
+        for (int i = 0; i < BLOCKS; i++) {
+            free(blocks[i]);
+            blocks[i] = NULL;
+        }
+    }
+    malloc_trim(0);
+    long after = test_rss_kib();
+    printf("  resident: %ld KiB before, %ld KiB after freeing everything and malloc_trim\n", before,
+           after);
+    CHECK(after <= before + 8 * 1024);
+}
+
 int main(void)
 {
     bool taken = kernel_takes_advice();
@@ -169,5 +206,6 @@ int main(void)
            expect_advice ? "on every heap mapping" : "on none");
     RUN(every_heap_mapping_is_advised);
     RUN(memory_given_back_reads_as_zeros);
+    RUN(trim_returns_what_was_freed);
     return test_exit_status();
 }

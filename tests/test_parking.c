@@ -898,9 +898,13 @@ int main(int argc, char **argv)
      * first thread to start a purger: that point runs with the switch, on its own
      * (tests/suites/park.sh), and the others without it. */
     bool background = getenv("LFHEAP_BACKGROUND") != NULL;
+    /* malloc_trim gives free huge pages back only with LFHEAP_HUGEPAGES set: that point
+     * runs with the switch, on its own, too. */
+    bool huge_pages = getenv("LFHEAP_HUGEPAGES") != NULL;
     for (int point = 0; point < PARK_POINT_COUNT; point++) {
         if (!selected(argc, argv, park_point_names[point]) ||
-            (point == PARK_ARENA_PURGER_CLAIMED) != background)
+            (point == PARK_ARENA_PURGER_CLAIMED) != background ||
+            (point == PARK_ARENA_TRIM_TAKEN) != huge_pages)
             continue;
         ran++;
         if (!run_point(point, ops))

@@ -19,6 +19,10 @@ run park-tsan build/t-park-tsan/test_parking 30000
 run park-purger env LFHEAP_BACKGROUND=1 build/t-park/test_parking 1000000 arena.purger_claimed
 run park-purger-tsan env LFHEAP_BACKGROUND=1 build/t-park-tsan/test_parking 30000 \
     arena.purger_claimed
+# malloc_trim's release of free huge pages (arena.trim_taken) needs LFHEAP_HUGEPAGES.
+run park-trim-huge env LFHEAP_HUGEPAGES=1 build/t-park/test_parking 1000000 arena.trim_taken
+run park-trim-huge-tsan env LFHEAP_HUGEPAGES=1 build/t-park-tsan/test_parking 30000 \
+    arena.trim_taken
 if [ -n "${LFHEAP_TEST_LONG:-}" ]; then
     run park-long build/t-park/test_parking 10000000
     run park-tsan-long build/t-park-tsan/test_parking 300000
