@@ -402,11 +402,11 @@ size_t arena_purge_all(void)
  * (pages that read as zeros: runs are purged before they go back) became resident with
  * it, and stay so when a purge splits the huge page: a program that had allocated 2.8 GB
  * in blocks up to 1 MiB from 4 threads and freed it all kept 138 MiB resident after
- * malloc_trim, where it kept 17 MiB without huge pages. Each huge page wholly free in a buddy is
- * taken with TRYALLOC on its node (false, changing nothing, if any part of it is in use
- * or being taken: nobody waits), decommitted and given back still free. A thread
- * stopped in between (arena.trim_taken) holds one free chunk, which the others find
- * taken and go around, as with any chunk in use. */
+ * malloc_trim, where it kept 17 MiB without huge pages. Each huge page wholly free in a
+ * buddy is taken with TRYALLOC on its node (false, changing nothing, if any part of it
+ * is in use or being taken: nobody waits), decommitted and given back still free. A
+ * thread stopped in between (arena.trim_taken) holds one free chunk, which the others
+ * find taken and go around, as with any chunk in use. */
 size_t arena_release_free_huge_pages(void)
 {
     if (!os_huge_pages())

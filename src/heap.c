@@ -467,6 +467,12 @@ static inline size_t round_to_pages(size_t size)
     return (size + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
 }
 
+/* The secure build's guard page: the last page of the large block's pages. */
+static bool guard_protect(const struct descriptor *d, bool accessible)
+{
+    return os_protect(d->start + d->size - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, accessible);
+}
+
 void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
 {
     size_t bytes = round_to_pages(size ? size : 1) + SECURE_GUARD_BYTES;
@@ -529,8 +535,7 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
      * out either way. */
     d->large_guarded = false;
     if (SECURE_ENABLED && secure_guard_take()) {
-        d->large_guarded =
-            os_protect(start + bytes - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, false);
+        d->large_guarded = guard_protect(d, false);
         if (!d->large_guarded)
             secure_guard_put();
     }
@@ -554,16 +559,14 @@ void heap_large_free(struct descriptor *d)
  * cannot: the block stays as it is) and closes again at the block's end then. */
 static bool guard_open(struct descriptor *d)
 {
-    return !SECURE_ENABLED || !d->large_guarded ||
-           os_protect(d->start + d->size - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, true);
+    return !SECURE_ENABLED || !d->large_guarded || guard_protect(d, true);
 }
 
 /* A guard that cannot close (the kernel's mapping limit) is given up: the block goes on
  * without one, as the blocks past the guard budget do (secure_guard_take). */
 static void guard_close(struct descriptor *d)
 {
-    if (!SECURE_ENABLED || !d->large_guarded ||
-        os_protect(d->start + d->size - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, false))
+    if (!SECURE_ENABLED || !d->large_guarded || guard_protect(d, false))
         return;
     d->large_guarded = false;
     secure_guard_put();
