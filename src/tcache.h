@@ -70,6 +70,14 @@ struct tcache {
 
 extern __thread struct tcache tcache_self __attribute__((visibility("hidden")));
 
+/* True while the calling thread's calls bypass its cache: before it is set up, once it
+ * was handed back or while it is hidden, and in every thread under valgrind's memcheck
+ * (tcache_setup). */
+LFH_INLINE bool tcache_uncached(void)
+{
+    return tcache_self.id >= TCACHE_ID_EXITED;
+}
+
 void *tcache_alloc_slow(unsigned cls) LFH_NOINLINE;
 /* The same for a small request of `size` bytes (malloc's fast path keeps the size in its
  * argument register, so handing it over costs nothing). */
