@@ -19,7 +19,14 @@
  *     `handoff_max` and push it on a random other thread's inbox.
  * Inboxes are lock-free stacks (a push CAS retries only when another push or a take
  * succeeded; the receiver takes the whole stack with one exchange), so the benchmark
- * itself never waits for a thread that is not running. Every handed-off block is freed
+ * itself never waits for a thread that is not running. An inbox holds at most about
+ * `inbox_max` blocks: a hand-off step whose receiver's inbox is full (or that finds every
+ * other thread finished) is a private step instead. Without that bound the blocks waiting
+ * for threads the scheduler has not run yet made most of the peak live data, and how many
+ * waited depended on how much work a thread got through in its time slice, so on the
+ * allocator's speed: a faster allocator had more live data (at 32 threads lfheap's
+ * program held 43 MB live at its peak, glibc's about 15 MB), and the peak RSS column
+ * compared different heaps. Every handed-off block is freed
  * by a thread other than the one that allocated it, at every thread count but 1 (a
  * single thread hands blocks to itself); with more threads than cores the blocks wait
  * longer in the inboxes of threads that are not running. Reports allocator calls
@@ -61,16 +68,17 @@ struct slot {
 /* One thread's state, on cache lines of its own (the array is page-aligned). */
 struct worker {
     _Alignas(64) _Atomic(struct header *) inbox; /* written by every sender */
+    _Atomic long pending;                        /* blocks pushed on it and not yet taken */
     atomic_bool done;                            /* no longer takes from its inbox */
     _Alignas(64) struct slot *slots;
     long nslots;
     long steps;
     uint64_t serial;
-    long mallocs, frees, reallocs, received;
+    long mallocs, frees, reallocs, received, inbox_full;
 };
 
 static struct {
-    long threads, medium_pct, large_every, realloc_pct, handoff_pct;
+    long threads, medium_pct, large_every, realloc_pct, handoff_pct, inbox_max;
     unsigned handoff_bits; /* handed-off sizes are below 2^handoff_bits */
     struct worker *workers;
 } cfg;
@@ -156,27 +164,50 @@ static void free_received(struct worker *w, struct header *h, long receiver)
     }
 }
 
-static void handoff_step(struct worker *w, int tid, struct bench_rng *rng)
+/* Takes this thread's inbox and frees what it held. */
+static void take_inbox(struct worker *w, int tid)
+{
+    long before = w->received;
+    /* acquire: the senders' header writes happen before we read them */
+    free_received(w, atomic_exchange_explicit(&w->inbox, NULL, memory_order_acquire), tid);
+    /* relaxed: the count only bounds the inbox, it orders nothing */
+    atomic_fetch_sub_explicit(&w->pending, w->received - before, memory_order_relaxed);
+}
+
+/* True if thread `r` still takes from its inbox and the inbox has room (relaxed loads:
+ * a receiver that finishes meanwhile leaves the block to main's cleanup, and the count
+ * only bounds the inbox, so a take racing with it does no harm). */
+static bool has_room(struct worker *r)
+{
+    return !atomic_load_explicit(&r->done, memory_order_relaxed) &&
+           (cfg.inbox_max == 0 ||
+            atomic_load_explicit(&r->pending, memory_order_relaxed) < cfg.inbox_max);
+}
+
+/* One hand-off; false (nothing allocated) if every other thread has finished or has a
+ * full inbox. */
+static bool handoff_step(struct worker *w, int tid, struct bench_rng *rng)
 {
     /* relaxed peek: most of the time there is nothing, and no need to own the line */
     if (atomic_load_explicit(&w->inbox, memory_order_relaxed))
-        /* acquire: the senders' header writes happen before we read them */
-        free_received(w, atomic_exchange_explicit(&w->inbox, NULL, memory_order_acquire), tid);
-    /* a random other thread that still runs (with one thread: itself) */
+        take_inbox(w, tid);
+    /* a random other thread that still runs and has room (with one thread: itself) */
     long to = tid;
     if (cfg.threads > 1) {
         to = (long)bench_rng_below(rng, (uint64_t)cfg.threads - 1);
         if (to >= tid)
             to++;
-        /* relaxed: a receiver that finishes meanwhile leaves the block to main's cleanup */
-        for (long tries = 0; atomic_load_explicit(&cfg.workers[to].done, memory_order_relaxed);) {
-            if (++tries == cfg.threads - 1)
-                return; /* everybody else has finished */
+        for (long tries = 0; !has_room(&cfg.workers[to]);) {
+            if (++tries == cfg.threads - 1) {
+                w->inbox_full++;
+                return false; /* every other thread has finished or has a full inbox */
+            }
             to = (to + 1) % cfg.threads;
             if (to == tid)
                 to = (to + 1) % cfg.threads;
         }
     }
+    struct worker *receiver = &cfg.workers[to];
     size_t size = band_size(rng, SMALL_BITS_LO, cfg.handoff_bits);
     if (size < HANDOFF_MIN)
         size = HANDOFF_MIN;
@@ -190,13 +221,16 @@ static void handoff_step(struct worker *w, int tid, struct bench_rng *rng)
                          .size = (uint32_t)size};
     uint64_t tail = ~h->tag;
     memcpy((char *)h + size - 8, &tail, 8);
-    _Atomic(struct header *) *inbox = &cfg.workers[to].inbox;
+    /* relaxed: counted before the push, so a take never subtracts a block not counted */
+    atomic_fetch_add_explicit(&receiver->pending, 1, memory_order_relaxed);
+    _Atomic(struct header *) *inbox = &receiver->inbox;
     h->next = atomic_load_explicit(inbox, memory_order_relaxed);
     /* release: the receiver sees the whole block; a failed CAS means another push or
      * the receiver's take succeeded, and reloads the head into h->next */
     while (!atomic_compare_exchange_weak_explicit(inbox, &h->next, h, memory_order_release,
                                                   memory_order_relaxed))
         ;
+    return true;
 }
 
 static void private_step(struct worker *w, int tid, struct bench_rng *rng)
@@ -220,16 +254,14 @@ static void worker(int tid, void *arg)
     for (long k = 0; k < w->nslots; k++)
         fill_slot(w, tid, &w->slots[k], pick_size(&rng));
     for (long i = 0; i < w->steps; i++) {
-        if ((long)bench_rng_below(&rng, 100) < cfg.handoff_pct)
-            handoff_step(w, tid, &rng);
-        else
+        if ((long)bench_rng_below(&rng, 100) >= cfg.handoff_pct || !handoff_step(w, tid, &rng))
             private_step(w, tid, &rng);
     }
     for (long k = 0; k < w->nslots; k++)
         free_slot(w, &w->slots[k], "final free");
     /* relaxed: senders that miss it push blocks that main frees at the end */
     atomic_store_explicit(&w->done, true, memory_order_relaxed);
-    free_received(w, atomic_exchange_explicit(&w->inbox, NULL, memory_order_acquire), tid);
+    take_inbox(w, tid);
 }
 
 /* Start and length of part `i` of `total` things split into `parts` near-equal parts. */
@@ -242,13 +274,14 @@ static void split(long total, long parts, long i, long *first, long *count)
 int main(int argc, char **argv)
 {
     long threads = 1, ops = 10000000, slots = 8192, medium = 20, large = 500, realloc_pct = 10,
-         handoff = 30, handoff_max = 1024;
+         handoff = 30, handoff_max = 1024, inbox_max = 256;
     struct bench_opt opts[] = {
         BENCH_INT("threads", threads, "threads sharing the work"),
         BENCH_INT("ops", ops, "steps in all, split across the threads"),
         BENCH_INT("slots", slots, "private blocks in all, split across threads"),
         BENCH_INT("handoff", handoff, "percent of steps that hand a block over"),
         BENCH_INT("handoff_max", handoff_max, "handed-off blocks are smaller (power of 2)"),
+        BENCH_INT("inbox_max", inbox_max, "blocks an inbox holds at most (0: no bound)"),
         BENCH_INT("realloc", realloc_pct, "percent of private steps that realloc"),
         BENCH_INT("medium", medium, "percent of sizes that are 1-32 KiB"),
         BENCH_INT("large", large, "one private size in N is 32-512 KiB (0: none)"),
@@ -258,9 +291,9 @@ int main(int argc, char **argv)
                 "fixed work split across many threads: mixed sizes, realloc, hand-offs", opts);
     if (threads < 1 || threads >= 1 << 20 || ops < threads || slots < threads || handoff < 0 ||
         handoff > 100 || realloc_pct < 0 || realloc_pct > 100 || medium < 0 || medium > 100 ||
-        large < 0 || handoff_max < 64 || handoff_max > 1 << LARGE_BITS_LO ||
+        large < 0 || inbox_max < 0 || handoff_max < 64 || handoff_max > 1 << LARGE_BITS_LO ||
         (handoff_max & (handoff_max - 1)) != 0)
-        bench_fail("need 1 <= threads <= ops, slots; percentages 0-100; large >= 0; "
+        bench_fail("need 1 <= threads <= ops, slots; percentages 0-100; large, inbox_max >= 0; "
                    "handoff_max a power of two from 64 to %d",
                    1 << LARGE_BITS_LO);
     cfg.threads = threads;
@@ -268,6 +301,7 @@ int main(int argc, char **argv)
     cfg.large_every = large;
     cfg.realloc_pct = realloc_pct;
     cfg.handoff_pct = handoff;
+    cfg.inbox_max = inbox_max;
     cfg.handoff_bits = (unsigned)__builtin_ctzl((unsigned long)handoff_max);
 
     size_t worker_bytes = (size_t)threads * sizeof(struct worker);
@@ -285,7 +319,7 @@ int main(int argc, char **argv)
     double secs = bench_run_threads((int)threads, worker, NULL);
 
     /* every call the threads made is timed; blocks still in inboxes are freed after */
-    long calls = 0, mallocs = 0, frees = 0, reallocs = 0, received = 0;
+    long calls = 0, mallocs = 0, frees = 0, reallocs = 0, received = 0, inbox_full = 0;
     for (long t = 0; t < threads; t++) {
         const struct worker *w = &cfg.workers[t];
         calls += w->mallocs + w->frees + w->reallocs;
@@ -293,6 +327,7 @@ int main(int argc, char **argv)
         frees += w->frees;
         reallocs += w->reallocs;
         received += w->received;
+        inbox_full += w->inbox_full;
     }
     struct worker cleaner = {.frees = 0};
     for (long t = 0; t < threads; t++)
@@ -304,9 +339,11 @@ int main(int argc, char **argv)
     bench_unmap(cfg.workers, worker_bytes);
     bench_result(
         (int)threads,
-        "ops=%ld slots=%ld handoff=%ld handoff_max=%ld realloc=%ld medium=%ld large=%ld calls=%ld "
-        "mallocs=%ld reallocs=%ld handed=%ld left=%ld seconds=%.9f mops=%.3f",
-        ops, slots, handoff, handoff_max, realloc_pct, medium, large, calls, mallocs, reallocs,
-        received, cleaner.frees, secs, (double)calls / secs / 1e6);
+        "ops=%ld slots=%ld handoff=%ld handoff_max=%ld inbox_max=%ld realloc=%ld medium=%ld "
+        "large=%ld "
+        "calls=%ld mallocs=%ld reallocs=%ld handed=%ld left=%ld inbox_full=%ld seconds=%.9f "
+        "mops=%.3f",
+        ops, slots, handoff, handoff_max, inbox_max, realloc_pct, medium, large, calls, mallocs,
+        reallocs, received, cleaner.frees, inbox_full, secs, (double)calls / secs / 1e6);
     return 0;
 }
