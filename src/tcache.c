@@ -64,6 +64,15 @@ static inline void busy_leave(void)
 #define TCACHE_BYTES_INITIAL 32768
 #define TCACHE_BYTES_MAX     131072
 
+/* Caches set up and not yet handed back: what the budget is shared among. Relaxed
+ * updates and reads: the count orders nothing, it only sizes the shares, and a share
+ * computed from a stale count is as good a bound for the next overflow. */
+static _Atomic uint32_t tcache_live;
+/* This thread's cache is in tcache_live. */
+static __thread bool tcache_counted;
+
+/* What a bin's slow path did last; NONE: nothing yet, and the class is not counted in the
+ * cache's limit_bytes. */
 enum { TCACHE_EVENT_NONE, TCACHE_EVENT_FILL, TCACHE_EVENT_FLUSH };
 
 static _Atomic uint64_t tcache_last_id;
@@ -114,6 +123,50 @@ static uint32_t clamp_blocks(size_t bytes, unsigned cls, uint32_t lo, uint32_t h
 {
     size_t blocks = bytes / sizeclass_block_size[heap_size_class(cls)];
     return blocks < lo ? lo : blocks > hi ? hi : (uint32_t)blocks;
+}
+
+static void live_count_enter(void)
+{
+    if (tcache_counted)
+        return;
+    tcache_counted = true;
+    atomic_fetch_add_explicit(&tcache_live, 1, memory_order_relaxed);
+}
+
+static void live_count_leave(void)
+{
+    if (!tcache_counted)
+        return;
+    tcache_counted = false;
+    atomic_fetch_sub_explicit(&tcache_live, 1, memory_order_relaxed);
+}
+
+/* This thread's share of the caches' budget. */
+static uint64_t budget_share(void)
+{
+    uint32_t live = atomic_load_explicit(&tcache_live, memory_order_relaxed);
+    uint64_t share = TCACHE_BUDGET_TOTAL / (live > 1 ? live : 1);
+    return share > TCACHE_BUDGET_MIN ? share : TCACHE_BUDGET_MIN;
+}
+
+/* A class counts in the cache's limit_bytes from its first fill on (last_event no longer
+ * NONE), so that classes a thread never used take nothing from its share; it starts at
+ * its floor if its first limit does not fit the share. */
+static void count_class(struct tcache *tc, unsigned cls)
+{
+    struct tcache_cold *cold = &tc->cold[cls];
+    uint64_t size = tc->bins[cls].block_size;
+    if (tc->limit_bytes + cold->limit * size > budget_share())
+        cold->limit = TCACHE_LIMIT_FLOOR;
+    tc->limit_bytes += cold->limit * size;
+}
+
+/* Sets a counted class's limit, keeping the cache's total in step. */
+static void set_limit(struct tcache *tc, unsigned cls, uint32_t limit)
+{
+    uint64_t size = tc->bins[cls].block_size;
+    tc->limit_bytes = tc->limit_bytes - tc->cold[cls].limit * size + limit * size;
+    tc->cold[cls].limit = limit;
 }
 
 static void tcache_thread_exit(void *unused);
@@ -210,16 +263,19 @@ static void tcache_setup(struct tcache *tc)
         LFH_PARK(TCACHE_ADOPT_TAKEN);
         *tc = slot->cache;
         orphan_leave(slot, ORPHAN_EMPTY);
+        live_count_enter();
         STATS_ADD(STATS_CACHES_ADOPTED, 1);
         return;
     }
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-        tc->cold[cls].limit = clamp_blocks(TCACHE_BYTES_INITIAL, cls, 2, 2048);
+        tc->cold[cls].limit = clamp_blocks(TCACHE_BYTES_INITIAL, cls, TCACHE_LIMIT_FLOOR, 2048);
         bin_install(&tc->bins[cls], &tc->cold[cls], NULL, 0);
         tc->bins[cls].block_size = sizeclass_block_size[heap_size_class(cls)];
     }
+    tc->limit_bytes = 0;
     /* Relaxed: ids only need to be distinct. */
     tc->id = atomic_fetch_add_explicit(&tcache_last_id, 1, memory_order_relaxed) + 1;
+    live_count_enter();
     STATS_ADD(STATS_CACHES_NEW, 1);
 }
 
@@ -419,10 +475,15 @@ static void *alloc_slow(unsigned cls)
         errno = ENOMEM;
         return NULL;
     }
-    /* Emptied soon after overflowing: the working set is larger than the limit. */
+    /* Emptied soon after overflowing: the working set is larger than the limit; it grows
+     * if the thread's share of the budget has room. */
     if (cold->last_event == TCACHE_EVENT_FLUSH) {
         uint32_t max = clamp_blocks(TCACHE_BYTES_MAX, cls, 4, 4096);
-        cold->limit = cold->limit * 2 > max ? max : cold->limit * 2;
+        uint32_t grown = cold->limit * 2 > max ? max : cold->limit * 2;
+        if (tc->limit_bytes + (uint64_t)(grown - cold->limit) * bin->block_size <= budget_share())
+            set_limit(tc, cls, grown);
+    } else if (cold->last_event == TCACHE_EVENT_NONE) {
+        count_class(tc, cls);
     }
     cold->last_event = TCACHE_EVENT_FILL;
     bin->bump = fill.bump;
@@ -462,15 +523,25 @@ static void flush_bin(void *block)
      * a spare that was still there goes back to the heap (LRMalloc's CacheFlush). */
     void *old_spare = cold->spare;
     uint32_t old_spare_count = cold->spare_count;
-    cold->spare = heap_link_get(block);
-    cold->spare_count = cold->list_base - 1;
+    void *rest = heap_link_get(block);
+    uint32_t rest_count = cold->list_base - 1;
     heap_link_set(block, NULL);
+    /* Over the thread's share: the class's limit halves, and the rest goes back too. The
+     * class is counted in limit_bytes: only a fill makes this thread the owner of blocks
+     * its list takes, and the fill counted it (test caches_share_a_budget checks the sum). */
+    bool shrink = cold->limit > TCACHE_LIMIT_FLOOR && tc->limit_bytes > budget_share();
+    if (shrink)
+        set_limit(tc, cls, cold->limit / 2);
+    cold->spare = shrink ? NULL : rest;
+    cold->spare_count = shrink ? 0 : rest_count;
     bin_install(bin, cold, block, 1);
-    if (!old_spare)
+    if (!old_spare && !shrink)
         return;
     cold->last_event = TCACHE_EVENT_FLUSH;
     LFH_PARK(TCACHE_FLUSH_CUT);
     give_back_list(old_spare, old_spare_count);
+    if (shrink)
+        give_back_list(rest, rest_count);
 }
 
 void tcache_flush(void *block)
@@ -693,6 +764,7 @@ static void tcache_thread_exit(void *cache)
         }
     }
     tcache_self.id = TCACHE_ID_EXITED;
+    live_count_leave();
     arena_prompt_end();
     busy_leave();
     /* Disarmed: the cache holds nothing any more. A handler that kills the thread from

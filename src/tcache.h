@@ -13,8 +13,9 @@
  * A list holds about `limit` blocks: the bin's `credit` counts down the frees left until
  * the list is cut back to its hottest limit/2 blocks; the rest becomes the bin's spare
  * magazine, and the spare it replaces goes back to the heap (struct tcache_cold). The
- * limit grows when a bin keeps emptying soon after it overflowed. At thread exit the
- * whole cache goes back.
+ * limit grows when a bin keeps emptying soon after it overflowed, and halves when the
+ * thread's limits add up to more than its share of a process-wide budget (the more
+ * threads, the smaller the share). At thread exit the whole cache goes back.
  */
 #ifndef LFHEAP_TCACHE_H
 #define LFHEAP_TCACHE_H
@@ -53,6 +54,16 @@ struct tcache_cold {
     uint32_t last_event; /* TCACHE_EVENT_*: what the bin's slow path did last */
 };
 
+/* What all threads' caches may hold together, shared out evenly among the live ones, and
+ * the share no thread goes below (LRMalloc's future work of adaptive caches). A thread's
+ * limits grow only within its share and are halved, one class at each overflow, while
+ * they exceed it; a class keeps at least TCACHE_LIMIT_FLOOR blocks, and one whose first
+ * limit does not fit starts there. One or a few threads never reach the share: 40
+ * classes at their largest limit are 5 MiB. */
+#define TCACHE_BUDGET_TOTAL ((uint64_t)8 << 20)
+#define TCACHE_BUDGET_MIN   ((uint64_t)128 << 10)
+#define TCACHE_LIMIT_FLOOR  2u
+
 /* Ids of real caches count up from 1; these two never own a superblock. A cache whose
  * id is TCACHE_ID_EXITED has empty bins and sends every call to the slow paths, which
  * serve it block by block from the heap: after thread exit, while it is hidden from a
@@ -65,6 +76,7 @@ struct tcache {
     uint64_t id;       /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
     void *remote_head; /* blocks of superblocks other threads own, to return in batches */
     uint32_t remote_count;
+    uint64_t limit_bytes; /* sum of limit x block size over the classes it has filled */
     struct tcache_cold cold[HEAP_CLASSES];
 };
 

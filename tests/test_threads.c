@@ -436,6 +436,85 @@ static void orphan_keeps_bounded_bump_ranges(void)
     REQUIRE(pthread_create(&t, NULL, adopt_bump_ranges, NULL) == 0);
     pthread_join(t, NULL);
 }
+
+/* Adaptive caches: threads alive together share the caches' budget. Each of them cycles
+ * every class through far more blocks than its cache may keep, so that without the
+ * budget every limit grows to its largest (5 MiB a thread); with it, a thread's limits
+ * must stay within its share and the classes' floors. What the cache holds is printed,
+ * not judged: a list may also hold the free blocks of one superblock that a fill brought
+ * in, until its next overflow. */
+enum { BUDGET_THREADS = 16, BUDGET_BLOCKS = 2048 };
+static pthread_barrier_t budget_start, budget_measured;
+static _Atomic long budget_corrupt;
+
+struct budget_seen {
+    uint64_t limit_bytes, limits_counted, held;
+};
+
+static void *cycle_every_class(void *out)
+{
+    void **blocks = T_MALLOC(BUDGET_BLOCKS * sizeof *blocks);
+    REQUIRE(blocks != NULL);
+    pthread_barrier_wait(&budget_start); /* every cache counts before any limit moves */
+    for (int rep = 0; rep < 6; rep++)
+        for (unsigned c = 0; c < SIZECLASS_COUNT; c++) {
+            size_t size = sizeclass_block_size[c], n = ((size_t)256 << 10) / size;
+            n = n > BUDGET_BLOCKS ? BUDGET_BLOCKS : n;
+            for (size_t i = 0; i < n; i++) {
+                blocks[i] = T_MALLOC(size);
+                REQUIRE(blocks[i] != NULL);
+                *(uintptr_t *)blocks[i] = (uintptr_t)&blocks[i];
+            }
+            for (size_t i = 0; i < n; i++) {
+                if (*(uintptr_t *)blocks[i] != (uintptr_t)&blocks[i])
+                    atomic_fetch_add(&budget_corrupt, 1);
+                T_FREE(blocks[i]);
+            }
+        }
+    T_FREE(blocks);
+    struct budget_seen *seen = out;
+    *seen = (struct budget_seen){.limit_bytes = tcache_self.limit_bytes};
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        const struct tcache_cold *cold = &tcache_self.cold[cls];
+        uint64_t size = tcache_self.bins[cls].block_size;
+        seen->held +=
+            (cold->list_base - (uint32_t)tcache_self.bins[cls].credit + cold->spare_count) * size;
+        if (cold->last_event != 0) /* counted: the class was filled */
+            seen->limits_counted += (uint64_t)cold->limit * size;
+    }
+    pthread_barrier_wait(&budget_measured); /* nobody leaves before all are measured */
+    return NULL;
+}
+
+static void caches_share_a_budget(void)
+{
+    pthread_t t[BUDGET_THREADS];
+    struct budget_seen seen[BUDGET_THREADS];
+    REQUIRE(pthread_barrier_init(&budget_start, NULL, BUDGET_THREADS) == 0);
+    REQUIRE(pthread_barrier_init(&budget_measured, NULL, BUDGET_THREADS) == 0);
+    for (int i = 0; i < BUDGET_THREADS; i++)
+        REQUIRE(pthread_create(&t[i], NULL, cycle_every_class, &seen[i]) == 0);
+    for (int i = 0; i < BUDGET_THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&budget_start);
+    pthread_barrier_destroy(&budget_measured);
+    CHECK(atomic_load(&budget_corrupt) == 0);
+    /* At least BUDGET_THREADS caches were live, so no share was above this one. */
+    uint64_t share = TCACHE_BUDGET_TOTAL / BUDGET_THREADS, floors = 0, limits = 0, held = 0;
+    share = share > TCACHE_BUDGET_MIN ? share : TCACHE_BUDGET_MIN;
+    for (unsigned c = 0; c < SIZECLASS_COUNT; c++)
+        floors += TCACHE_LIMIT_FLOOR * (uint64_t)sizeclass_block_size[c];
+    for (int i = 0; i < BUDGET_THREADS; i++) {
+        CHECK(seen[i].limit_bytes == seen[i].limits_counted);
+        CHECK(seen[i].limit_bytes <= share + floors);
+        limits = seen[i].limit_bytes > limits ? seen[i].limit_bytes : limits;
+        held = seen[i].held > held ? seen[i].held : held;
+    }
+    printf("  %d threads: largest limits %llu KiB (share %llu KiB, floors %llu KiB), "
+           "largest cache %llu KiB\n",
+           BUDGET_THREADS, (unsigned long long)(limits >> 10), (unsigned long long)(share >> 10),
+           (unsigned long long)(floors >> 10), (unsigned long long)(held >> 10));
+}
 #endif
 
 int main(int argc, char **argv)
@@ -451,6 +530,7 @@ int main(int argc, char **argv)
 #ifndef TEST_PLAIN
     RUN(exited_cache_is_adopted);
     RUN(orphan_keeps_bounded_bump_ranges);
+    RUN(caches_share_a_budget);
 #endif
     RUN(thread_churn_keeps_rss_flat);
     RUN(first_allocation_inside_pthread_setspecific);
