@@ -150,6 +150,11 @@ bool platform_thread_start(void *(*fn)(void *), void *arg)
     return refused == 0;
 }
 
+bool platform_at_fork_child(void (*fn)(void))
+{
+    return pthread_atfork(NULL, NULL, fn) == 0;
+}
+
 void platform_thread_name(const char *name)
 {
     prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0);

@@ -120,6 +120,10 @@ long platform_max_map_count(void);
  * is as it was on return. False if refused. */
 bool platform_thread_start(void *(*fn)(void *), void *arg);
 
+/* Has `fn` run in the child of every later fork(), in its one thread, before fork
+ * returns there (pthread_atfork). False if refused. */
+bool platform_at_fork_child(void (*fn)(void));
+
 /* Names the calling thread (15 characters at most); a refusal is ignored. */
 void platform_thread_name(const char *name);
 

@@ -141,8 +141,15 @@ static void live_count_leave(void)
     atomic_fetch_sub_explicit(&tcache_live, 1, memory_order_relaxed);
 }
 
+/* A forked child has one thread, the one that forked: the others' caches are not its
+ * to count. A relaxed store is enough: the child runs no other thread yet. */
+static void live_count_after_fork(void)
+{
+    atomic_store_explicit(&tcache_live, tcache_counted ? 1 : 0, memory_order_relaxed);
+}
+
 /* This thread's share of the caches' budget. */
-static uint64_t budget_share(void)
+uint64_t tcache_budget_share(void)
 {
     uint32_t live = atomic_load_explicit(&tcache_live, memory_order_relaxed);
     uint64_t share = TCACHE_BUDGET_TOTAL / (live > 1 ? live : 1);
@@ -151,14 +158,16 @@ static uint64_t budget_share(void)
 
 /* A class counts in the cache's limit_bytes from its first fill on (last_event no longer
  * NONE), so that classes a thread never used take nothing from its share; it starts at
- * its floor if its first limit does not fit the share. */
+ * its floor if its first limit does not fit the share. Only what a limit holds above the
+ * floor counts: the floors of classes a thread used once would otherwise fill a small
+ * share, and the class it uses now could never grow. */
 static void count_class(struct tcache *tc, unsigned cls)
 {
     struct tcache_cold *cold = &tc->cold[cls];
     uint64_t size = tc->bins[cls].block_size;
-    if (tc->limit_bytes + cold->limit * size > budget_share())
+    if (tc->limit_bytes + (cold->limit - TCACHE_LIMIT_FLOOR) * size > tcache_budget_share())
         cold->limit = TCACHE_LIMIT_FLOOR;
-    tc->limit_bytes += cold->limit * size;
+    tc->limit_bytes += (cold->limit - TCACHE_LIMIT_FLOOR) * size;
 }
 
 /* Sets a counted class's limit, keeping the cache's total in step. */
@@ -167,6 +176,30 @@ static void set_limit(struct tcache *tc, unsigned cls, uint32_t limit)
     uint64_t size = tc->bins[cls].block_size;
     tc->limit_bytes = tc->limit_bytes - tc->cold[cls].limit * size + limit * size;
     tc->cold[cls].limit = limit;
+}
+
+static unsigned give_back_list(void *list, uint32_t length);
+
+/* Class `hot` must grow and the share has no room: every other counted class above its
+ * floor halves its limit, and each gives back its spare magazine. A class still in use
+ * grows again at its next fill after an overflow; one the thread no longer uses stops
+ * holding the share (else a thread that once used many classes could never grow the one
+ * it now uses). Runs only when a growth is refused, so at most once per fill. */
+static void make_room(struct tcache *tc, unsigned hot)
+{
+    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+        struct tcache_cold *cold = &tc->cold[cls];
+        if (cls == hot || cold->last_event == TCACHE_EVENT_NONE)
+            continue;
+        if (cold->limit > TCACHE_LIMIT_FLOOR)
+            set_limit(tc, cls, cold->limit / 2);
+        void *spare = cold->spare;
+        if (!spare)
+            continue;
+        cold->spare = NULL;
+        LFH_PARK(TCACHE_FLUSH_CUT); /* the same state as a flush's: blocks in hand */
+        give_back_list(spare, cold->spare_count);
+    }
 }
 
 static void tcache_thread_exit(void *unused);
@@ -180,6 +213,8 @@ static void tcache_thread_exit(void *unused);
  * tcache_setup and tcache_exit_verify. */
 __attribute__((constructor)) static void tcache_exit_key_early(void)
 {
+    /* Refused, a forked child of many threads keeps their count: smaller shares, no more. */
+    platform_at_fork_child(live_count_after_fork);
     platform_thread_key(&tcache_exit_key, tcache_thread_exit);
 }
 
@@ -480,7 +515,10 @@ static void *alloc_slow(unsigned cls)
     if (cold->last_event == TCACHE_EVENT_FLUSH) {
         uint32_t max = clamp_blocks(TCACHE_BYTES_MAX, cls, 4, 4096);
         uint32_t grown = cold->limit * 2 > max ? max : cold->limit * 2;
-        if (tc->limit_bytes + (uint64_t)(grown - cold->limit) * bin->block_size <= budget_share())
+        uint64_t more = (uint64_t)(grown - cold->limit) * bin->block_size;
+        if (tc->limit_bytes + more > tcache_budget_share())
+            make_room(tc, cls);
+        if (tc->limit_bytes + more <= tcache_budget_share())
             set_limit(tc, cls, grown);
     } else if (cold->last_event == TCACHE_EVENT_NONE) {
         count_class(tc, cls);
@@ -526,10 +564,13 @@ static void flush_bin(void *block)
     void *rest = heap_link_get(block);
     uint32_t rest_count = cold->list_base - 1;
     heap_link_set(block, NULL);
-    /* Over the thread's share: the class's limit halves, and the rest goes back too. The
-     * class is counted in limit_bytes: only a fill makes this thread the owner of blocks
-     * its list takes, and the fill counted it (test caches_share_a_budget checks the sum). */
-    bool shrink = cold->limit > TCACHE_LIMIT_FLOOR && tc->limit_bytes > budget_share();
+    /* Over the thread's share: the class's limit halves, and the rest goes back too. Not
+     * at the floor: a fill may have made the list longer than the limit, and giving that
+     * rest back at each overflow would have the next fills take the same superblock's
+     * blocks again and again. The class is counted in limit_bytes: only a fill makes this
+     * thread the owner of blocks its list takes, and the fill counted it
+     * (caches_share_a_budget checks the sum). */
+    bool shrink = cold->limit > TCACHE_LIMIT_FLOOR && tc->limit_bytes > tcache_budget_share();
     if (shrink)
         set_limit(tc, cls, cold->limit / 2);
     cold->spare = shrink ? NULL : rest;

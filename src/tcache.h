@@ -54,14 +54,16 @@ struct tcache_cold {
     uint32_t last_event; /* TCACHE_EVENT_*: what the bin's slow path did last */
 };
 
-/* What all threads' caches may hold together, shared out evenly among the live ones, and
- * the share no thread goes below (LRMalloc's future work of adaptive caches). A thread's
- * limits grow only within its share and are halved, one class at each overflow, while
- * they exceed it; a class keeps at least TCACHE_LIMIT_FLOOR blocks, and one whose first
- * limit does not fit starts there. One or a few threads never reach the share: 40
- * classes at their largest limit are 5 MiB. */
-#define TCACHE_BUDGET_TOTAL ((uint64_t)8 << 20)
-#define TCACHE_BUDGET_MIN   ((uint64_t)128 << 10)
+/* What all threads' cache limits may add up to above their floors, shared out evenly
+ * among the live caches, and the share no thread goes below (LRMalloc's future work of
+ * adaptive caches). A thread's limits grow only within its share: a class that must grow
+ * and finds no room halves every other class's limit first (tcache.c, make_room); while
+ * the limits exceed the share (more threads started), each overflow halves its class's
+ * limit. A class keeps at least TCACHE_LIMIT_FLOOR blocks, and one whose first limit does
+ * not fit starts there. One thread or a few never reach the share: 40 classes at their
+ * largest limit are 5 MiB. */
+#define TCACHE_BUDGET_TOTAL ((uint64_t)16 << 20)
+#define TCACHE_BUDGET_MIN   ((uint64_t)256 << 10)
 #define TCACHE_LIMIT_FLOOR  2u
 
 /* Ids of real caches count up from 1; these two never own a superblock. A cache whose
@@ -76,7 +78,7 @@ struct tcache {
     uint64_t id;       /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
     void *remote_head; /* blocks of superblocks other threads own, to return in batches */
     uint32_t remote_count;
-    uint64_t limit_bytes; /* sum of limit x block size over the classes it has filled */
+    uint64_t limit_bytes; /* sum of (limit - floor) x block size over the classes filled */
     struct tcache_cold cold[HEAP_CLASSES];
 };
 
@@ -89,6 +91,9 @@ LFH_INLINE bool tcache_uncached(void)
 {
     return tcache_self.id >= TCACHE_ID_EXITED;
 }
+
+/* The calling thread's share of the caches' budget, in bytes (see TCACHE_BUDGET_TOTAL). */
+uint64_t tcache_budget_share(void);
 
 void *tcache_alloc_slow(unsigned cls) LFH_NOINLINE;
 /* The same for a small request of `size` bytes (malloc's fast path keeps the size in its

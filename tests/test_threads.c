@@ -439,10 +439,10 @@ static void orphan_keeps_bounded_bump_ranges(void)
 
 /* Adaptive caches: threads alive together share the caches' budget. Each of them cycles
  * every class through far more blocks than its cache may keep, so that without the
- * budget every limit grows to its largest (5 MiB a thread); with it, a thread's limits
- * must stay within its share and the classes' floors. What the cache holds is printed,
- * not judged: a list may also hold the free blocks of one superblock that a fill brought
- * in, until its next overflow. */
+ * budget every limit grows to its largest (5 MiB a thread); with it, what a thread's
+ * limits hold above the classes' floors must stay within its share. What the cache holds
+ * is printed, not judged: a list may also hold the free blocks of one superblock that a
+ * fill brought in, until its next overflow. */
 enum { BUDGET_THREADS = 16, BUDGET_BLOCKS = 2048 };
 static pthread_barrier_t budget_start, budget_measured;
 static _Atomic long budget_corrupt;
@@ -480,7 +480,7 @@ static void *cycle_every_class(void *out)
         seen->held +=
             (cold->list_base - (uint32_t)tcache_self.bins[cls].credit + cold->spare_count) * size;
         if (cold->last_event != 0) /* counted: the class was filled */
-            seen->limits_counted += (uint64_t)cold->limit * size;
+            seen->limits_counted += (uint64_t)(cold->limit - TCACHE_LIMIT_FLOOR) * size;
     }
     pthread_barrier_wait(&budget_measured); /* nobody leaves before all are measured */
     return NULL;
@@ -500,20 +500,60 @@ static void caches_share_a_budget(void)
     pthread_barrier_destroy(&budget_measured);
     CHECK(atomic_load(&budget_corrupt) == 0);
     /* At least BUDGET_THREADS caches were live, so no share was above this one. */
-    uint64_t share = TCACHE_BUDGET_TOTAL / BUDGET_THREADS, floors = 0, limits = 0, held = 0;
+    uint64_t share = TCACHE_BUDGET_TOTAL / BUDGET_THREADS, limits = 0, held = 0;
     share = share > TCACHE_BUDGET_MIN ? share : TCACHE_BUDGET_MIN;
-    for (unsigned c = 0; c < SIZECLASS_COUNT; c++)
-        floors += TCACHE_LIMIT_FLOOR * (uint64_t)sizeclass_block_size[c];
     for (int i = 0; i < BUDGET_THREADS; i++) {
         CHECK(seen[i].limit_bytes == seen[i].limits_counted);
-        CHECK(seen[i].limit_bytes <= share + floors);
+        CHECK(seen[i].limit_bytes <= share);
         limits = seen[i].limit_bytes > limits ? seen[i].limit_bytes : limits;
         held = seen[i].held > held ? seen[i].held : held;
     }
-    printf("  %d threads: largest limits %llu KiB (share %llu KiB, floors %llu KiB), "
-           "largest cache %llu KiB\n",
+    printf("  %d threads: largest limits above the floors %llu KiB (share %llu KiB), largest "
+           "cache %llu KiB\n",
            BUDGET_THREADS, (unsigned long long)(limits >> 10), (unsigned long long)(share >> 10),
-           (unsigned long long)(floors >> 10), (unsigned long long)(held >> 10));
+           (unsigned long long)(held >> 10));
+}
+
+/* A child forked while other threads hold caches has only the forking thread: its share
+ * is the whole budget again, where it would otherwise stay divided by the parent's
+ * threads for the child's whole life. */
+static pthread_barrier_t fork_hold;
+
+static void *hold_a_cache(void *arg)
+{
+    (void)arg;
+    T_FREE(T_MALLOC(64)); /* the cache is set up and counted */
+    pthread_barrier_wait(&fork_hold);
+    pthread_barrier_wait(&fork_hold); /* until the child was checked */
+    return NULL;
+}
+
+static void forked_child_gets_the_whole_budget(void)
+{
+    enum { HOLDERS = 7 };
+    pthread_t t[HOLDERS];
+    T_FREE(T_MALLOC(64));
+    REQUIRE(pthread_barrier_init(&fork_hold, NULL, HOLDERS + 1) == 0);
+    for (int i = 0; i < HOLDERS; i++)
+        REQUIRE(pthread_create(&t[i], NULL, hold_a_cache, NULL) == 0);
+    pthread_barrier_wait(&fork_hold);
+    uint64_t parent_share = tcache_budget_share();
+    pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        void *p = T_MALLOC(64);
+        bool ok = p != NULL && tcache_budget_share() == TCACHE_BUDGET_TOTAL;
+        T_FREE(p);
+        _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(parent_share <= TCACHE_BUDGET_TOTAL / (HOLDERS + 1));
+    pthread_barrier_wait(&fork_hold);
+    for (int i = 0; i < HOLDERS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&fork_hold);
 }
 #endif
 
@@ -531,6 +571,7 @@ int main(int argc, char **argv)
     RUN(exited_cache_is_adopted);
     RUN(orphan_keeps_bounded_bump_ranges);
     RUN(caches_share_a_budget);
+    RUN(forked_child_gets_the_whole_budget);
 #endif
     RUN(thread_churn_keeps_rss_flat);
     RUN(first_allocation_inside_pthread_setspecific);
