@@ -71,10 +71,6 @@ static _Atomic uint32_t tcache_live;
 /* This thread's cache is in tcache_live. */
 static __thread bool tcache_counted;
 
-/* What a bin's slow path did last; NONE: nothing yet, and the class is not counted in the
- * cache's limit_bytes. */
-enum { TCACHE_EVENT_NONE, TCACHE_EVENT_FILL, TCACHE_EVENT_FLUSH };
-
 static _Atomic uint64_t tcache_last_id;
 
 /* Caches of exited threads, waiting for a new thread to adopt them whole (Streamflow's
@@ -516,9 +512,10 @@ static void *alloc_slow(unsigned cls)
         uint32_t max = clamp_blocks(TCACHE_BYTES_MAX, cls, 4, 4096);
         uint32_t grown = cold->limit * 2 > max ? max : cold->limit * 2;
         uint64_t more = (uint64_t)(grown - cold->limit) * bin->block_size;
-        if (tc->limit_bytes + more > tcache_budget_share())
+        uint64_t share = tcache_budget_share();
+        if (tc->limit_bytes + more > share)
             make_room(tc, cls);
-        if (tc->limit_bytes + more <= tcache_budget_share())
+        if (tc->limit_bytes + more <= share)
             set_limit(tc, cls, grown);
     } else if (cold->last_event == TCACHE_EVENT_NONE) {
         count_class(tc, cls);

@@ -39,6 +39,10 @@ struct tcache_bin {
     char *bump_end;      /* ...which ends here (bump == bump_end: none) */
 };
 
+/* What a bin's slow path did last; NONE: nothing yet, and the class is not counted in the
+ * cache's limit_bytes. */
+enum { TCACHE_EVENT_NONE, TCACHE_EVENT_FILL, TCACHE_EVENT_FLUSH };
+
 /* The slow-path part. The cached blocks of a class form two magazines (Bonwick's
  * loaded and previous magazines): the bin's list, which malloc and free use, holds up to
  * limit/2 blocks; when a free would overflow it, all of it but that block becomes the

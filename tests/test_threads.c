@@ -479,7 +479,7 @@ static void *cycle_every_class(void *out)
         uint64_t size = tcache_self.bins[cls].block_size;
         seen->held +=
             (cold->list_base - (uint32_t)tcache_self.bins[cls].credit + cold->spare_count) * size;
-        if (cold->last_event != 0) /* counted: the class was filled */
+        if (cold->last_event != TCACHE_EVENT_NONE) /* counted: the class was filled */
             seen->limits_counted += (uint64_t)(cold->limit - TCACHE_LIMIT_FLOOR) * size;
     }
     pthread_barrier_wait(&budget_measured); /* nobody leaves before all are measured */
