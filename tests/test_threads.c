@@ -393,6 +393,39 @@ static void exited_cache_is_adopted(void)
     CHECK(exited_id != 0);
 }
 
+/* A thread whose first call frees a block of the cache it then adopts keeps the block
+ * in that cache. Sent back to its superblock as another thread's, it waited there while
+ * the cache carved new blocks: larson's threads each start with a free, and a chain of
+ * them carved their superblocks to the end for a small live set. */
+static void *leave_live_block(void *arg)
+{
+    (void)arg;
+    T_FREE(T_MALLOC(80));        /* the cache is set up */
+    exited_block = T_MALLOC(80); /* live across the exit */
+    exited_id = tcache_self.id;
+    return NULL;
+}
+
+static void *free_first(void *arg)
+{
+    (void)arg;
+    T_FREE(exited_block); /* this thread's first call */
+    CHECK(tcache_self.id == exited_id);
+    void *b = T_MALLOC(80);
+    CHECK(b == exited_block); /* the head of the adopted cache's list */
+    T_FREE(b);
+    return NULL;
+}
+
+static void first_free_after_adoption_stays_cached(void)
+{
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, leave_live_block, NULL) == 0);
+    pthread_join(t, NULL);
+    REQUIRE(pthread_create(&t, NULL, free_first, NULL) == 0);
+    pthread_join(t, NULL);
+}
+
 /* Bytes of the superblocks whose bump ranges the calling thread's cache holds. */
 static size_t bump_range_bytes(void)
 {
@@ -569,6 +602,7 @@ int main(int argc, char **argv)
     }
 #ifndef TEST_PLAIN
     RUN(exited_cache_is_adopted);
+    RUN(first_free_after_adoption_stays_cached);
     RUN(orphan_keeps_bounded_bump_ranges);
     RUN(caches_share_a_budget);
     RUN(forked_child_gets_the_whole_budget);
