@@ -383,13 +383,19 @@ static void *adopt_cache(void *arg)
     return NULL;
 }
 
-static void exited_cache_is_adopted(void)
+/* Runs `first` in a thread to its exit, then `second` in a new one. */
+static void run_in_turn(void *(*first)(void *), void *(*second)(void *))
 {
     pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, leave_cache, NULL) == 0);
+    REQUIRE(pthread_create(&t, NULL, first, NULL) == 0);
     pthread_join(t, NULL);
-    REQUIRE(pthread_create(&t, NULL, adopt_cache, NULL) == 0);
+    REQUIRE(pthread_create(&t, NULL, second, NULL) == 0);
     pthread_join(t, NULL);
+}
+
+static void exited_cache_is_adopted(void)
+{
+    run_in_turn(leave_cache, adopt_cache);
     CHECK(exited_id != 0);
 }
 
@@ -419,11 +425,7 @@ static void *free_first(void *arg)
 
 static void first_free_after_adoption_stays_cached(void)
 {
-    pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, leave_live_block, NULL) == 0);
-    pthread_join(t, NULL);
-    REQUIRE(pthread_create(&t, NULL, free_first, NULL) == 0);
-    pthread_join(t, NULL);
+    run_in_turn(leave_live_block, free_first);
 }
 
 /* Bytes of the superblocks whose bump ranges the calling thread's cache holds. */
