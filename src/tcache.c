@@ -614,9 +614,8 @@ static void free_remote(void *block, struct descriptor *desc)
         if (tc->id < TCACHE_ID_EXITED && tcache_owns(desc)) {
             /* The setup adopted the cache that owns the block: a free of its own. Sent to
              * the superblock instead, the block would wait there until the bump range the
-             * cache carves runs out: a larson thread that frees first (each of its 2,300
-             * successive threads, 0.5 s) carved its 64 KiB superblocks to the end for
-             * about 125 live blocks per class. */
+             * cache carves runs out, so the cache carved one block more for each thread
+             * that starts with a free (larson's 2,300 successive threads in 0.5 s). */
             struct tcache_bin *bin = &tc->bins[desc->class_index];
             heap_block_mark_free(block, heap_mark());
             heap_link_set(block, bin->head);
