@@ -401,8 +401,8 @@ static void exited_cache_is_adopted(void)
 
 /* A thread whose first call frees a block of the cache it then adopts keeps the block
  * in that cache. Sent back to its superblock as another thread's, it waited there while
- * the cache carved new blocks: larson's threads each start with a free, and a chain of
- * them carved their superblocks to the end for a small live set. */
+ * the cache carved new blocks: one block more for each of larson's threads, which each
+ * start with a free. */
 static void *leave_live_block(void *arg)
 {
     (void)arg;
