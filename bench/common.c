@@ -174,13 +174,16 @@ struct thread_start {
     void (*fn)(int tid, void *ctx);
     void *ctx;
     pthread_barrier_t *start;
+    double began, ended; /* this thread's clock around fn */
 };
 
 static void *thread_main(void *arg)
 {
     struct thread_start *ts = arg;
     pthread_barrier_wait(ts->start);
+    ts->began = bench_now();
     ts->fn(ts->tid, ts->ctx);
+    ts->ended = bench_now();
     return NULL;
 }
 
@@ -191,16 +194,23 @@ double bench_run_threads(int threads, void (*fn)(int tid, void *ctx), void *ctx)
     size_t bytes = (size_t)threads * sizeof(struct thread_start);
     struct thread_start *ts = bench_map(bytes);
     pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+    /* The threads time themselves, from the first one's start to the last one's end: main
+     * would read its clock only when it next gets a core, which with as many threads as
+     * cores can be a scheduler slice after they started or stopped. */
+    pthread_barrier_init(&start, NULL, (unsigned)threads);
     for (int i = 0; i < threads; i++) {
         ts[i] = (struct thread_start){.tid = i, .fn = fn, .ctx = ctx, .start = &start};
         bench_thread_create(&ts[i].thread, NULL, thread_main, &ts[i]);
     }
-    pthread_barrier_wait(&start);
-    double t0 = bench_now();
     for (int i = 0; i < threads; i++)
         pthread_join(ts[i].thread, NULL);
-    double t1 = bench_now();
+    double t0 = ts[0].began, t1 = ts[0].ended;
+    for (int i = 1; i < threads; i++) {
+        if (ts[i].began < t0)
+            t0 = ts[i].began;
+        if (ts[i].ended > t1)
+            t1 = ts[i].ended;
+    }
     pthread_barrier_destroy(&start);
     bench_unmap(ts, bytes);
     return t1 - t0;

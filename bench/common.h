@@ -58,8 +58,8 @@ void bench_fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1,
 void bench_result(int threads, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Runs fn(tid, ctx) for tid = 0..threads-1 on new threads that wait for each other
- * and start together; returns the seconds from that common start until the last one
- * has finished. */
+ * and start together; returns the seconds from the first one's start until the last
+ * one has finished, as the threads' own clocks read them. */
 double bench_run_threads(int threads, void (*fn)(int tid, void *ctx), void *ctx);
 
 /* Creates a thread, retrying while the system is momentarily out of threads (EAGAIN);
