@@ -466,23 +466,26 @@ static void *realloc_tracked_small(void *ptr, struct descriptor *desc, uint32_t 
                          zero_fill);
 }
 
+/* realloc of a live plain small block at ptr (desc) to 0 < `size` <= PTRDIFF_MAX bytes:
+ * no record, no property to keep. */
+LFH_INLINE void *realloc_plain_small(void *ptr, struct descriptor *desc, size_t size)
+{
+    if (small_keeps(desc, block_room(size)))
+        return ptr;
+    void *fresh = malloc_block(size);
+    if (!fresh)
+        return NULL;
+    return move_contents(fresh, ptr, desc, usable_size(desc), size, false);
+}
+
 /* realloc of the block at ptr (desc) to `size` > 0 bytes, keeping its contents and sticky
  * properties; `align` (aligned_realloc) replaces its alignment if not 0. */
 static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size_t align)
 {
     if (size > PTRDIFF_MAX)
         return fail_nomem();
-    if (LFH_LIKELY(desc->class_index < SIZECLASS_COUNT && align == 0)) {
-        /* A plain small block: no record, no property to keep. */
-        size_t room = block_room(size);
-        size_t usable = usable_size(desc);
-        if (small_keeps(desc, room))
-            return ptr;
-        void *fresh = malloc_block(size);
-        if (!fresh)
-            return NULL;
-        return move_contents(fresh, ptr, desc, usable, size, false);
-    }
+    if (LFH_LIKELY(desc->class_index < SIZECLASS_COUNT && align == 0))
+        return realloc_plain_small(ptr, desc, size);
     if (!DEBUG_ENABLED && desc->class_index < HEAP_CLASS_LARGE && align == 0) {
         uint32_t record = *heap_record_at(desc, ptr);
         size_t room = block_room(size);
@@ -590,6 +593,17 @@ void *api_realloc_call(enum lfh_stats_routine routine, const char *name, void *p
 
 LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
 {
+    /* The release build's common case, as api_realloc_call would find it without its
+     * calls: a live block and a size from 1 to PTRDIFF_MAX (size - 1 wraps for 0), a plain
+     * small block inline. NULL and foreign pointers get the sentinel descriptor, which has
+     * no block start; they and dead blocks take the general path, which reports them. */
+    if (!API_INSTRUMENTED && LFH_LIKELY(size - 1 < PTRDIFF_MAX)) {
+        struct descriptor *desc = pagemap_desc_or_foreign(ptr);
+        if (LFH_LIKELY(heap_block_live(desc, ptr)))
+            return LFH_LIKELY(desc->class_index < SIZECLASS_COUNT)
+                       ? realloc_plain_small(ptr, desc, size)
+                       : realloc_block(ptr, desc, size, 0);
+    }
     return api_realloc_call(LFH_STATS_REALLOC, "realloc", ptr, size, 0);
 }
 
