@@ -439,6 +439,7 @@ static void *alloc_uncached(unsigned cls)
         errno = ENOMEM;
         return NULL;
     }
+    bool has_range = fill.bump != fill.bump_end;
     void *block;
     void *rest = NULL, *rest_last = NULL;
     uint32_t rest_count = 0;
@@ -457,8 +458,13 @@ static void *alloc_uncached(unsigned cls)
         fill.bump += fill.desc->block_size;
     }
     uint32_t size = fill.desc->block_size;
-    /* The give-back moves the frontier past a carved block before it is handed out. */
-    heap_give_back(fill.desc, rest, rest_last, rest_count, fill.bump);
+    /* The give-back moves the frontier past a carved block before it is handed out, and
+     * returns the rest of the bump range, but only if the fill brought one: an empty
+     * range (the superblock's end) means another cache holds the tail and carves it, and
+     * passing it on would move the frontier past that cache's uncarved blocks (they would
+     * pass for live ones) and set the anchor's tail to none over the one that cache may
+     * give back meanwhile, losing those blocks. */
+    heap_give_back(fill.desc, rest, rest_last, rest_count, has_range ? fill.bump : NULL);
     vgclient_alloc(block, size, false);
     /* After the block is the program's for memcheck, so that the cleared mark reads as
      * defined: free compares it, and memcheck would report the comparison of a word the

@@ -355,6 +355,7 @@ static void fork_from_busy_process(void)
 }
 
 #ifndef TEST_PLAIN
+#include "pagemap.h"
 #include "tcache.h"
 
 /* A thread that starts after another exited adopts its cache whole: its id (and with it
@@ -590,6 +591,77 @@ static void forked_child_gets_the_whole_budget(void)
         pthread_join(t[i], NULL);
     pthread_barrier_destroy(&fork_hold);
 }
+
+/* An allocation that bypasses the caches (here from a thread-exit destructor that runs
+ * after lfheap's: the thread's cache was handed back) takes every free block of a
+ * superblock whose uncarved tail another thread's cache holds, and must leave that tail
+ * and its carve frontier alone. It gave its fill's bump pointer back, the superblock's
+ * end, which moved the frontier past blocks never carved: they passed for live blocks;
+ * and had the holder given its tail back meanwhile, the anchor would have lost it. */
+enum { RANGE_BLOCK = 5000 };  /* a class that no earlier test of this program uses */
+static char *range_blocks[3]; /* the holder's first blocks, carved one after the other */
+static pthread_barrier_t range_hold;
+static pthread_key_t range_key;
+static void *range_taken; /* what the uncached malloc returned */
+
+static void *hold_bump_range(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 3; i++)
+        range_blocks[i] = T_MALLOC(RANGE_BLOCK);
+    pthread_barrier_wait(&range_hold); /* the bump range is held */
+    pthread_barrier_wait(&range_hold); /* until the uncached malloc was checked */
+    size_t size = pagemap_desc_or_foreign(range_blocks[0])->block_size;
+    char *next = T_MALLOC(RANGE_BLOCK);
+    CHECK(next == range_blocks[2] + size); /* carved from the range it kept */
+    T_FREE(next);
+    for (int i = 1; i < 3; i++)
+        T_FREE(range_blocks[i]);
+    return NULL;
+}
+
+static void free_and_malloc_uncached(void *value)
+{
+    (void)value;
+    CHECK(tcache_uncached()); /* lfheap's exit handler ran first */
+    T_FREE(range_blocks[0]);  /* its superblock goes on a partial stack */
+    range_taken = T_MALLOC(RANGE_BLOCK);
+}
+
+static void *exit_through_late_key(void *arg)
+{
+    (void)arg;
+    T_FREE(T_MALLOC(16)); /* the cache is set up, so its exit comes before the key's */
+    REQUIRE(pthread_setspecific(range_key, &range_key) == 0);
+    return NULL;
+}
+
+static void uncached_fill_leaves_held_range(void)
+{
+    REQUIRE(pthread_key_create(&range_key, free_and_malloc_uncached) == 0);
+    REQUIRE(pthread_barrier_init(&range_hold, NULL, 2) == 0);
+    pthread_t holder, leaver;
+    REQUIRE(pthread_create(&holder, NULL, hold_bump_range, NULL) == 0);
+    pthread_barrier_wait(&range_hold);
+    struct descriptor *desc = pagemap_desc_or_foreign(range_blocks[0]);
+    char *uncarved = range_blocks[2] + desc->block_size;
+    /* The three blocks came from a fresh superblock's bump range, which goes on. */
+    REQUIRE(range_blocks[1] == range_blocks[0] + desc->block_size &&
+            range_blocks[2] == range_blocks[1] + desc->block_size &&
+            uncarved + desc->block_size <=
+                desc->start + (size_t)desc->max_count * desc->block_size);
+    CHECK(!heap_is_carved_block(desc, uncarved));
+    REQUIRE(pthread_create(&leaver, NULL, exit_through_late_key, NULL) == 0);
+    pthread_join(leaver, NULL);
+    CHECK(range_taken == range_blocks[0]); /* it took that superblock's free block */
+    CHECK(!heap_is_carved_block(desc, uncarved));
+    CHECK(lfh_malloc_usable_size(uncarved) == 0);
+    T_FREE(range_taken);
+    pthread_barrier_wait(&range_hold);
+    pthread_join(holder, NULL);
+    pthread_barrier_destroy(&range_hold);
+    pthread_key_delete(range_key);
+}
 #endif
 
 int main(int argc, char **argv)
@@ -603,6 +675,7 @@ int main(int argc, char **argv)
         }
     }
 #ifndef TEST_PLAIN
+    RUN(uncached_fill_leaves_held_range);
     RUN(exited_cache_is_adopted);
     RUN(first_free_after_adoption_stays_cached);
     RUN(orphan_keeps_bounded_bump_ranges);
