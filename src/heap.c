@@ -253,6 +253,13 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
         /* A tracked class: each block has a 4-byte record, kept at the superblock's end. */
         d->max_count = (uint32_t)(size / (d->block_size + sizeof(uint32_t)));
         d->records = (uint32_t *)(start + size) - d->max_count;
+    }
+    /* The blocks are nobody's yet; a tracked superblock's records are lfheap's (memcheck
+     * is told before the debug build writes them, or it would report the writes, and
+     * then the reads of what it took for undefined). */
+    vgclient_unused(start, (size_t)d->max_count * d->block_size);
+    if (d->records) {
+        vgclient_metadata(d->records, d->max_count * sizeof(uint32_t));
 #if DEBUG_ENABLED
         /* The debug build's block states start at "never handed out" (a chunk may come
          * back dirty from an earlier tenant). */
@@ -280,10 +287,6 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
         desc_retire(d);
         return false;
     }
-    /* The blocks are nobody's yet; a tracked superblock's records are lfheap's. */
-    vgclient_unused(start, (size_t)d->max_count * d->block_size);
-    if (d->records)
-        vgclient_metadata(d->records, d->max_count * sizeof(uint32_t));
     STATS_ADD(STATS_SUPERBLOCKS_CREATED, 1);
     out->desc = d;
     out->chain = NULL;

@@ -450,7 +450,9 @@ static void *alloc_uncached(unsigned cls)
             rest_last = b;
             rest_count++;
         }
-        if (SECURE_ENABLED)
+        /* Under memcheck the freed block is no memory of the program's, and memcheck
+         * reports a write to it itself, where it happens: no fill to check. */
+        if (SECURE_ENABLED && !vgclient_memcheck())
             secure_check_reuse(block, fill.desc->block_size, heap_block_mark(block, heap_mark()),
                                rest);
     } else {

@@ -35,6 +35,13 @@ clean() {
 
 clean api full build/t-plain/test_api
 clean stress full build/t-plain/test_stress 4 2000
+# The debug and secure builds too: under memcheck they leave the checks of a freed block's
+# fill to memcheck, which watches freed blocks itself (to it they are no memory of the
+# program's). Their tracked superblocks' records are lfheap's, addressable and written.
+for build in debug secure; do
+    lib=$PWD/build/liblfheap-$build.so clean "stress-$build" full build/t-plain/test_stress 4 2000
+    lib=$PWD/build/liblfheap-$build.so clean "threads-$build" no build/t-plain/test_threads 200
+done
 # No leak check: its fork test's children inherit blocks that threads of the parent hold.
 clean threads no build/t-plain/test_threads 200
 # No leak check: a thread killed inside malloc loses the block it was being handed.
