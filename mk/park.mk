@@ -18,4 +18,5 @@ $(BUILD)/t-park-tsan/%: tests/%.c $(BUILD)/liblfheap-parking-tsan.a $(wildcard t
 	$(CC) $(TEST_CFLAGS) -DLFHEAP_PARKING -fsanitize=thread $< -o $@ \
 	    $(BUILD)/liblfheap-parking-tsan.a -lm
 
-TEST_BINS += $(BUILD)/t-park/test_parking $(BUILD)/t-park-tsan/test_parking
+TEST_BINS += $(BUILD)/t-park/test_parking $(BUILD)/t-park-tsan/test_parking \
+             $(BUILD)/t-park/test_uncached_tail

@@ -14,6 +14,9 @@ cd "$(dirname "$0")/../.."
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}"
 run park build/t-park/test_parking 1000000
 run park-tsan build/t-park-tsan/test_parking 30000
+# An uncached allocation stopped before its give-back while another cache gives back the
+# tail of the same superblock: the tail stays in the anchor.
+run park-uncached-tail build/t-park/test_uncached_tail
 # The background purger's start (arena.purger_claimed) needs the switch, and a process
 # where no purger ran yet.
 run park-purger env LFHEAP_BACKGROUND=1 build/t-park/test_parking 1000000 arena.purger_claimed
