@@ -5,7 +5,8 @@
 #   make bench-full   the comparison with the published parameters (5 runs)
 # BENCH_ARGS passes extra options to the runner, e.g. BENCH_ARGS="--lfheap /tmp/x.so".
 
-BENCH_PROGS := fastpath linux-scalability threadtest recycle cache-thrash cache-scratch larson churn speed consume memory thread-churn thread-churn-concurrent large oversubscribed pool-rebuild
+BENCH_PROGS := fastpath linux-scalability threadtest recycle cache-thrash cache-scratch larson churn speed consume memory thread-churn thread-churn-concurrent large oversubscribed pool-rebuild \
+               realloc-grow
 BENCH_BINS  := $(addprefix $(BUILD)/bench/,$(BENCH_PROGS))
 BENCH_CFLAGS := $(CSTD) $(WARN) -O2 -g -pthread -fno-builtin-malloc -fno-builtin-free \
                 -fno-builtin-calloc -fno-builtin-realloc

@@ -620,6 +620,21 @@ static void *mapping_resize(struct descriptor *d, size_t bytes, size_t align)
     return dest;
 }
 
+bool heap_large_keeps(const struct descriptor *d, size_t size)
+{
+    /* A run keeps its size (and the secure build's guard page its end): stay while it
+     * holds at most a quarter more than the block (arena_large_size's bound), and also
+     * while the block grows within it or shrinks by at most a fifth, which adds little
+     * or nothing to what it held already. A run reused whole may hold up to
+     * ARENA_LARGE_REUSE_MAX times its block, and a realloc by a few bytes of a block in
+     * such a run moved it to another such run, copying it, every time (a block going back
+     * and forth between two runs: gperftools' tcmalloc_unittest). */
+    size_t bytes = round_to_pages(size) + SECURE_GUARD_BYTES;
+    size_t held = round_to_pages(d->large_request) + SECURE_GUARD_BYTES;
+    return !d->os_backed && bytes >= size && bytes <= d->size &&
+           (d->size - bytes <= bytes / 4 || bytes + bytes / 4 >= held);
+}
+
 void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
 {
     size_t bytes = round_to_pages(size) + SECURE_GUARD_BYTES;
@@ -630,17 +645,22 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     if (bytes == old_bytes)
         return old;
     if (!d->os_backed) {
-        /* A run keeps its size (and the secure build's guard page its end): stay while it
-         * holds at most a quarter more than the block (arena_large_size's bound), and also
-         * while the block grows within it or shrinks by at most a fifth, which adds little
-         * or nothing to what it held already. A run reused whole may hold up to
-         * ARENA_LARGE_REUSE_MAX times its block, and a realloc by a few bytes of a block
-         * in such a run moved it to another such run, copying it, every time (a block
-         * going back and forth between two runs: gperftools' tcmalloc_unittest). */
-        size_t held = round_to_pages(d->large_request) + SECURE_GUARD_BYTES;
-        bool fits =
-            bytes <= old_bytes && (old_bytes - bytes <= bytes / 4 || bytes + bytes / 4 >= held);
-        return fits ? old : NULL;
+        if (bytes <= old_bytes)
+            return heap_large_keeps(d, size) ? old : NULL;
+        /* Growing: over the free chunks after the run, to the run size a fresh block of
+         * the new size would get, when its start is aligned as such a run's is (a realloc
+         * that grows a buffer step by step moved it, copied it and faulted in a fresh run
+         * every quarter or so). Not where the run ends with a guard page, nor under
+         * memcheck, which must see the block change size (it sees a move). */
+        if (bytes > ARENA_MAX_CHUNK || d->large_guarded || vgclient_memcheck())
+            return NULL;
+        size_t grown = arena_large_size(bytes);
+        if (!arena_run_grow(old, old_bytes, grown))
+            return NULL;
+        /* The relaxed store pairs with heap_usage_get's relaxed load: a glance. */
+        __atomic_store_n(&d->size, grown, __ATOMIC_RELAXED);
+        STATS_ADD(STATS_LARGE_BYTES_IN, grown - old_bytes);
+        return old;
     }
     /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
      * copy and a free), so that no resize escapes its bookkeeping. */

@@ -166,10 +166,15 @@ void heap_props_set(struct descriptor *desc, const void *block, const struct hea
 void *heap_large_alloc(size_t size, size_t align, bool *zeroed);
 void heap_large_free(struct descriptor *desc);
 /* Resizes a large block whose user pointer is desc->start, keeping its contents: in
- * place when it still fits its chunk without wasting half of it, or, for blocks mapped
- * from the OS, by moving its pages to a new mapping aligned to `align`. NULL (and the
- * block untouched) otherwise. The record (heap_props) is the caller's to update. */
+ * place when it still fits its run (heap_large_keeps) or its run grows over the free
+ * chunks after it, or, for blocks mapped from the OS, by moving its pages to a new
+ * mapping aligned to `align`. NULL (and the block untouched) otherwise. The record
+ * (heap_props) is the caller's to update. */
 void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
+/* True if a large block of the arenas stays in its run for `size` bytes as it is: they
+ * fit, and the run either holds at most a quarter more or the block grows or shrinks by
+ * at most a fifth (see heap_large_resize). */
+bool heap_large_keeps(const struct descriptor *desc, size_t size);
 /* Zeros the usable bytes of a large block the caller holds from offset `from` on; the
  * whole pages after `from`'s page, when there are enough of them, by giving them back to
  * the kernel (they read as zeros then, and leave the resident set). */
