@@ -941,6 +941,7 @@ static bool run_extend(char *from, char *to)
             pieces_release(a->buddy, from, piece);
             return false;
         }
+        LFH_PARK(ARENA_RUN_EXTEND);
         piece += bytes;
     }
     return true;
@@ -966,21 +967,6 @@ static char *dirty_extended(unsigned cls)
         dirty_push_chain(c, dirty, dirty);
     }
     return NULL;
-}
-
-bool arena_run_grow(void *run, size_t size, size_t new_size)
-{
-    unsigned cls = size_class_of(new_size);
-    /* Aligned as a run of the new class is (arena_alloc_large's promise, which aligned
-     * blocks rely on once the run is freed and reused), and inside its arena: arenas are
-     * aligned to their size, and the class's chunk holds the run. */
-    if ((uintptr_t)run & ((ARENA_MIN_CHUNK << class_order(cls)) - 1) ||
-        class_size(cls) != new_size || new_size <= size)
-        return false;
-    if (!run_extend((char *)run + size, (char *)run + new_size))
-        return false;
-    bytes_add(&run_bytes.held, new_size - size);
-    return true;
 }
 
 /* Before a fresh run, whose pages the block will fault in: runs waiting dirty are a bet

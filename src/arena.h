@@ -59,12 +59,6 @@ size_t arena_large_size(size_t size);
  * be mapped. */
 void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size);
 
-/* Grows a live run of `size` bytes (arena_alloc_large's *chunk_size) to `new_size` =
- * arena_large_size(...) where it is, taking the free buddy chunks after it one by one
- * (NBBS's TRYALLOC on each); false, and the run as it was, if one of them is taken or
- * the run's start is not aligned as a run of `new_size` must be. */
-bool arena_run_grow(void *run, size_t size, size_t new_size);
-
 /* Gives back a chunk from arena_alloc(size) (any size that rounds up to the same power
  * of two) or a run of arena_alloc_large's *chunk_size bytes. */
 void arena_free(void *chunk, size_t size);

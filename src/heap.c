@@ -644,24 +644,8 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
         return NULL;
     if (bytes == old_bytes)
         return old;
-    if (!d->os_backed) {
-        if (bytes <= old_bytes)
-            return heap_large_keeps(d, size) ? old : NULL;
-        /* Growing: over the free chunks after the run, to the run size a fresh block of
-         * the new size would get, when its start is aligned as such a run's is (a realloc
-         * that grows a buffer step by step moved it, copied it and faulted in a fresh run
-         * every quarter or so). Not where the run ends with a guard page, nor under
-         * memcheck, which must see the block change size (it sees a move). */
-        if (bytes > ARENA_MAX_CHUNK || d->large_guarded || vgclient_memcheck())
-            return NULL;
-        size_t grown = arena_large_size(bytes);
-        if (!arena_run_grow(old, old_bytes, grown))
-            return NULL;
-        /* The relaxed store pairs with heap_usage_get's relaxed load: a glance. */
-        __atomic_store_n(&d->size, grown, __ATOMIC_RELAXED);
-        STATS_ADD(STATS_LARGE_BYTES_IN, grown - old_bytes);
-        return old;
-    }
+    if (!d->os_backed)
+        return heap_large_keeps(d, size) ? old : NULL;
     /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
      * copy and a free), so that no resize escapes its bookkeeping. */
     if (vgclient_memcheck() || !guard_open(d))

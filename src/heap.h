@@ -166,10 +166,9 @@ void heap_props_set(struct descriptor *desc, const void *block, const struct hea
 void *heap_large_alloc(size_t size, size_t align, bool *zeroed);
 void heap_large_free(struct descriptor *desc);
 /* Resizes a large block whose user pointer is desc->start, keeping its contents: in
- * place when it still fits its run (heap_large_keeps) or its run grows over the free
- * chunks after it, or, for blocks mapped from the OS, by moving its pages to a new
- * mapping aligned to `align`. NULL (and the block untouched) otherwise. The record
- * (heap_props) is the caller's to update. */
+ * place when it still fits its run (heap_large_keeps), or, for blocks mapped from the
+ * OS, by moving its pages to a new mapping aligned to `align`. NULL (and the block
+ * untouched) otherwise. The record (heap_props) is the caller's to update. */
 void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
 /* True if a large block of the arenas stays in its run for `size` bytes as it is: they
  * fit, and the run either holds at most a quarter more or the block grows or shrinks by

@@ -44,6 +44,7 @@
     X(ARENA_TICK_WON, "arena.tick_won")                                                            \
     X(ARENA_PURGER_CLAIMED, "arena.purger_claimed")                                                \
     X(ARENA_RUN_CARVE, "arena.run_carve")                                                          \
+    X(ARENA_RUN_EXTEND, "arena.run_extend")                                                        \
     X(ARENA_TRIM_TAKEN, "arena.trim_taken")                                                        \
     X(BUDDY_ALLOC_CLIMB, "buddy.alloc_climb")                                                      \
     X(BUDDY_FREE_CLIMB, "buddy.free_climb")                                                        \

@@ -543,35 +543,6 @@ static void large_blocks_hold_at_most_a_quarter_more(void)
  * holds it (grows within it, or shrinks by at most a fifth): a block in a reused run,
  * which may hold more than a quarter over its request, moved to another run and was
  * copied at every such call (back and forth between two runs). */
-/* A large block that outgrows its run grows over the free chunks after it, where it is
- * (not under memcheck, which must see every change of size as a move): a buffer grown
- * step by step keeps its contents, and stays put at least once it outgrew its run. */
-static void large_block_grows_where_it_is(void)
-{
-    size_t n = 40 * 1024;
-    unsigned char *p = T_MALLOC(n);
-    REQUIRE(p);
-    memset(p, 7, n);
-    int outgrew = 0, stayed = 0;
-    for (size_t m = n + 4096; m <= ((size_t)8 << 20); m += 7 * 4096) {
-        size_t usable = T_MALLOC_USABLE_SIZE(p);
-        unsigned char *q = T_REALLOC(p, m);
-        REQUIRE(q);
-        CHECK(q[0] == 7 && q[n / 2] == 7 && q[n - 1] == 7);
-        if (m > usable) {
-            outgrew++;
-            stayed += q == p;
-        }
-        memset(q + n, 7, m - n);
-        p = q;
-        n = m;
-    }
-    T_FREE(p);
-    CHECK(outgrew > 0);
-    if (!RUNNING_ON_VALGRIND)
-        CHECK(stayed > 0);
-}
-
 static void large_realloc_by_a_little_stays(void)
 {
     static const long deltas[] = {1, -2, 4, -8, 16, -32, 64, -128, 4096, -4096, 100, -3000};
@@ -1003,7 +974,6 @@ int main(void)
     RUN(usable_size_and_free_edge_cases);
     RUN(large_blocks_hold_at_most_a_quarter_more);
     RUN(large_realloc_by_a_little_stays);
-    RUN(large_block_grows_where_it_is);
     RUN(mapped_block_grows_by_small_steps);
     RUN(interior_pointers_are_ignored);
     RUN(foreign_addresses_are_refused);

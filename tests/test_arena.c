@@ -229,44 +229,12 @@ static void freed_runs_are_reused_whole_and_extended(void)
     arena_purge_all();
 }
 
-/* A live run grows where it is over the free chunks after it, to a run size, when its
- * start is aligned as a run of that size must be; not over a chunk someone holds. */
-static void live_runs_grow_over_free_chunks(void)
-{
-    arena_purge_all();
-    bool zeroed;
-    size_t run;
-    char *a = arena_alloc_large(20 * MIB + 1, &zeroed, &run); /* 24 of a 32 MiB chunk */
-    REQUIRE(a);
-    CHECK(run == 24 * MIB);
-    memset(a, 0x4b, run);
-    /* The tail's 8 MiB is one of the five this thread gets first (run_tails_are_reused). */
-    char *eight[5];
-    for (int i = 0; i < 5; i++)
-        REQUIRE((eight[i] = arena_alloc(8 * MIB, &zeroed)) != NULL);
-    CHECK(!arena_run_grow(a, 24 * MIB, 28 * MIB)); /* the chunk after it is held */
-    for (int i = 0; i < 5; i++)
-        arena_free(eight[i], 8 * MIB);
-    arena_purge_all(); /* freed chunks wait on the dirty stacks, held, until purged */
-    CHECK(!arena_run_grow(a, 24 * MIB, 27 * MIB)); /* no run size */
-    REQUIRE(arena_run_grow(a, 24 * MIB, 28 * MIB));
-    REQUIRE(arena_run_grow(a, 28 * MIB, 32 * MIB));
-    CHECK(a[0] == 0x4b && a[24 * MIB - 1] == 0x4b);
-    a[32 * MIB - 1] = 1;
-    /* 40 MiB is a run of the whole 64 MiB arena: only from its start. */
-    bool at_arena_start = ((uintptr_t)a & (ARENA_SIZE - 1)) == 0;
-    CHECK(arena_run_grow(a, 32 * MIB, 40 * MIB) == at_arena_start);
-    arena_free(a, at_arena_start ? 40 * MIB : 32 * MIB);
-    arena_purge_all();
-}
-
 int main(void)
 {
     RUN(dirty_chunks_are_reused);
     RUN(large_runs_hold_at_most_a_quarter_more);
     RUN(run_tails_are_reused);
     RUN(freed_runs_are_reused_whole_and_extended);
-    RUN(live_runs_grow_over_free_chunks);
     RUN(concurrent_chunks_with_purges);
     RUN(everything_coalesces_after_purge);
     return test_exit_status();
