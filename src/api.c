@@ -86,8 +86,7 @@ static void zero_usable(struct descriptor *desc, void *block, size_t request)
     if (DEBUG_ENABLED) {
         memset(block, 0, request);
     } else if (desc->class_index == HEAP_CLASS_LARGE) {
-        memset(block, 0, request);
-        heap_large_zero_tail(desc, request);
+        heap_large_zero(desc, request);
     } else {
         memset(block, 0, usable_size(desc));
     }

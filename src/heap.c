@@ -659,6 +659,26 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
  * what clearing a few pages does, and the pages it gives back leave the resident set. */
 #define ZERO_TAIL_DECOMMIT_MIN (16 * OS_PAGE_SIZE)
 
+/* Blocks whose zeros are worth asking which pages are resident: below it a memset costs
+ * less than the question. */
+#define ZERO_SPARSE_MIN (64 * OS_PAGE_SIZE)
+
+void heap_large_zero(struct descriptor *d, size_t request)
+{
+    size_t end = d->size - SECURE_GUARD_BYTES;
+    /* A reused run is as resident as its tenants left it: one that touched a page in
+     * sixteen (a sparse table, a bitmap) left most of it absent, and a memset would fault
+     * every page in, where the program may touch few. Then one madvise drops the pages
+     * (absent or swapped out) and they read as zeros: glibc's fresh mapping, without its
+     * mmap. Mostly resident, the memset is cheaper than faulting the pages in again. Under
+     * memcheck a decommit would not be seen as zeros: the memset is. */
+    if (request >= ZERO_SPARSE_MIN && !vgclient_memcheck() &&
+        os_mostly_absent(d->start, round_to_pages(request)) && os_decommit(d->start, end))
+        return;
+    memset(d->start, 0, request);
+    heap_large_zero_tail(d, request);
+}
+
 void heap_large_zero_tail(struct descriptor *d, size_t from)
 {
     size_t end = d->size - SECURE_GUARD_BYTES;

@@ -174,6 +174,10 @@ void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
  * fit, and the run either holds at most a quarter more or the block grows or shrinks by
  * at most a fifth (see heap_large_resize). */
 bool heap_large_keeps(const struct descriptor *desc, size_t size);
+/* Zeros all the usable bytes of a large block the caller holds, `request` of them asked
+ * for: by a memset, or when the block is big and most of its pages are not resident, by
+ * giving all of them back to the kernel (they then read as zeros). */
+void heap_large_zero(struct descriptor *desc, size_t request);
 /* Zeros the usable bytes of a large block the caller holds from offset `from` on; the
  * whole pages after `from`'s page, when there are enough of them, by giving them back to
  * the kernel (they read as zeros then, and leave the resident set). */

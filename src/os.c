@@ -1,9 +1,9 @@
 /*
- * os: the memory layer over the platform's mmap/munmap/madvise/mremap. An aligned mapping is first
- * asked of the kernel at an aligned address it would choose anyway (below), so that it needs no
- * more address space than its size; only when that fails does it over-reserve by the alignment and
- * trim both ends. Either way it costs three system calls at most in the common case and never
- * leaves an unaligned mapping behind.
+ * os: the memory layer over the platform's mmap/munmap/madvise/mremap/mincore. An aligned mapping
+ * is first asked of the kernel at an aligned address it would choose anyway (below), so that it
+ * needs no more address space than its size; only when that fails does it over-reserve by the
+ * alignment and trim both ends. Either way it costs three system calls at most in the common case
+ * and never leaves an unaligned mapping behind.
  *
  * Refused unmaps wait in a small table of slots. A slot is claimed by a CAS on its size
  * (0: free) and published by a release store of its address; a retrying thread takes the
@@ -225,6 +225,32 @@ bool os_decommit(void *addr, size_t size)
         return false;
     os_count(STATS_MADVISE_CALLS, size);
     return platform_decommit(addr, size);
+}
+
+/* Pages whose residency one mincore call reads: its vector lives on the stack. */
+#define RESIDENT_BATCH 4096
+
+bool os_mostly_absent(const void *addr, size_t size)
+{
+    size_t pages = size / OS_PAGE_SIZE, resident = 0, absent = 0;
+    unsigned char vec[RESIDENT_BATCH];
+    for (size_t done = 0; done < pages;) {
+        size_t batch = pages - done < RESIDENT_BATCH ? pages - done : RESIDENT_BATCH;
+        if (os_fault() ||
+            !platform_resident((const char *)addr + done * OS_PAGE_SIZE, batch * OS_PAGE_SIZE, vec))
+            return false;
+        for (size_t i = 0; i < batch; i++) {
+            resident += vec[i] & 1;
+            absent += !(vec[i] & 1);
+        }
+        done += batch;
+        /* Stop as soon as the answer is settled. */
+        if (4 * resident >= pages)
+            return false;
+        if (4 * absent > 3 * pages)
+            return true;
+    }
+    return 4 * absent > 3 * pages;
 }
 
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size)

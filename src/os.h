@@ -1,7 +1,7 @@
 /*
  * os: the memory layer. Everything above asks for page-aligned, zero-filled regions
  * here and gives them back here; no layer above maps memory itself. The calls go to the
- * kernel through the platform layer (platform.h): mmap/munmap/madvise/mremap/mprotect,
+ * kernel through the platform layer (platform.h): mmap/munmap/madvise/mremap/mprotect/mincore,
  * which are the only blocking operations in lfheap (docs/DESIGN.md, property 1), and,
  * for the optional background purger (arena.c), pthread_create.
  *
@@ -43,6 +43,12 @@ void os_unmap(void *addr, size_t size);
 /* Keep the range reserved but let the kernel drop its pages; it then reads back as
  * zeros. False if the kernel refused: the pages may still hold their old contents. */
 bool os_decommit(void *addr, size_t size);
+
+/* True if fewer than a quarter of the pages of [addr, addr + size) are resident (both
+ * page aligned). False when a quarter or more are, and when the kernel refused to tell. A page
+ * swapped out counts as absent: the answer says what a memset would fault in, not what
+ * reads as zeros. */
+bool os_mostly_absent(const void *addr, size_t size);
 
 /* Moves the pages of [old, old + old_size) onto [dest, dest + new_size), a mapping the
  * caller made with os_map, growing to new_size; the old range is unmapped. False on

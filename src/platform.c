@@ -37,6 +37,11 @@ bool platform_decommit(void *addr, size_t size)
     return madvise(addr, size, MADV_DONTNEED) == 0;
 }
 
+bool platform_resident(const void *addr, size_t size, unsigned char *vec)
+{
+    return mincore((void *)addr, size, vec) == 0;
+}
+
 bool platform_wipe_on_fork(void *addr, size_t size)
 {
     return madvise(addr, size, MADV_WIPEONFORK) == 0;

@@ -59,6 +59,12 @@ bool platform_unmap(void *addr, size_t size);
  * false if the kernel refused. */
 bool platform_decommit(void *addr, size_t size);
 
+/* Which pages of the range are resident (mincore): vec gets one byte per page, bit 0 set
+ * for a resident one. False if the kernel refused. A page swapped out counts as not
+ * resident though it holds data: only a caller that drops the pages it finds absent
+ * (platform_decommit) may take them for zeros. */
+bool platform_resident(const void *addr, size_t size, unsigned char *vec);
+
 /* Marks the range to read as zeros in a forked child (MADV_WIPEONFORK); false if the
  * kernel refused. */
 bool platform_wipe_on_fork(void *addr, size_t size);

@@ -412,6 +412,41 @@ static void calloc_zeroes_the_usable_size(void)
     CHECK(checked > 0);
 }
 
+/* calloc of a large block whose run a tenant before used sparsely, densely or in part:
+ * a block of most pages not resident has its pages given back rather than cleared
+ * (heap_large_zero), and either way every usable byte reads 0. The tenant writes one
+ * page in `stride`, and its last byte; the next block asks the same size, so that it may
+ * reuse the run, or a smaller one. */
+static void calloc_zeroes_sparsely_used_runs(void)
+{
+    size_t sizes[] = {300 << 10, (1 << 20) + 5, 6 << 20};
+    size_t strides[] = {1, 2, 3, 16, 1000};
+    size_t nonzero = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (size_t s = 0; s < sizeof strides / sizeof strides[0]; s++)
+            for (int smaller = 0; smaller < 2; smaller++) {
+                size_t size = sizes[k];
+                unsigned char *tenant = T_MALLOC(size);
+                REQUIRE(tenant);
+                for (size_t off = 0; off < size; off += strides[s] * 4096)
+                    tenant[off] = 0x5a;
+                tenant[size - 1] = 0x5a;
+                T_FREE(tenant);
+                size_t want = smaller ? size / 2 + 17 : size;
+                unsigned char *p = T_CALLOC(1, want);
+                REQUIRE(p);
+                size_t bad = pattern_errors(p, 0, T_MALLOC_USABLE_SIZE(p), 0, 1);
+                if (bad)
+                    fprintf(stderr,
+                            "  calloc(1, %zu) after a tenant of %zu writing 1 page in %zu: %zu "
+                            "bytes not zero\n",
+                            want, size, strides[s], bad);
+                nonzero += bad;
+                T_FREE(p);
+            }
+    CHECK(nonzero == 0);
+}
+
 /* A realloc that fails leaves the block as it was, whichever path it took: a calloc
  * block (it has a record) and a malloc block, small and large. */
 static void failed_realloc_keeps_block(void)
@@ -961,6 +996,7 @@ int main(void)
     RUN(too_large_fails_with_enomem);
     RUN(every_block_is_16_aligned);
     RUN(calloc_zeroes);
+    RUN(calloc_zeroes_sparsely_used_runs);
     RUN(realloc_semantics);
     RUN(realloc_chains_keep_contents);
     RUN(realloc_keeps_every_usable_byte);

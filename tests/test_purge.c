@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -268,6 +269,58 @@ static void rebuilt_pool_keeps_its_memory_until_the_delay(void)
     CHECK(later - start < pool / 4);     /* the delay returned it */
 }
 
+/* Resident pages of [p, p + size), p page aligned. */
+static size_t resident_pages(const void *p, size_t size)
+{
+    static unsigned char vec[(16 << 20) / 4096];
+    size_t pages = (size + 4095) / 4096;
+    REQUIRE(pages <= sizeof vec);
+    REQUIRE(mincore((void *)p, size, vec) == 0);
+    size_t resident = 0;
+    for (size_t i = 0; i < pages; i++)
+        resident += vec[i] & 1;
+    return resident;
+}
+
+/* calloc of a large block whose run the block before it touched one page in sixteen: a
+ * memset would fault in every page, where the program may touch as few; the pages go
+ * back to the kernel instead and read as zeros (heap_large_zero), so that the block is
+ * about as resident as its tenant left it. A tenant that touched every page leaves a run
+ * that the memset clears cheaper than faults would: it stays resident. */
+static void sparse_calloc_faults_in_nothing(void)
+{
+    enum { SIZE = 16 << 20, PAGE = 4096 };
+    for (int dense = 0; dense < 2; dense++) {
+        for (int round = 0; round < 4; round++) {
+            unsigned char *tenant = T_MALLOC(SIZE);
+            REQUIRE(tenant);
+            for (size_t off = 0; off < SIZE; off += dense ? PAGE : 16 * PAGE)
+                tenant[off] = 1;
+            size_t touched = resident_pages(tenant, SIZE);
+            T_FREE(tenant);
+            unsigned char *p = T_CALLOC(1, SIZE);
+            REQUIRE(p);
+            size_t resident = resident_pages(p, SIZE);
+            /* The pages the tenant wrote (test_api reads every byte; a read here would
+             * make the pages resident for the next round's tenant). */
+            size_t nonzero = 0;
+            for (size_t off = 0; off < SIZE; off += dense ? PAGE : 16 * PAGE)
+                for (size_t i = 0; i < PAGE; i++)
+                    nonzero += p[off + i] != 0;
+            CHECK(nonzero == 0);
+            if (p == tenant) {
+                /* The run was reused: sparse, no more resident than the tenant left it;
+                 * dense, all of it (the pages a purge took may be absent). */
+                if (!dense)
+                    CHECK(resident <= touched);
+                printf("# %s tenant: %zu pages resident, %zu after calloc\n",
+                       dense ? "dense" : "sparse", touched, resident);
+            }
+            T_FREE(p);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "rebuild") == 0) {
@@ -284,5 +337,6 @@ int main(int argc, char **argv)
     }
     RUN(rss_falls_back_after_free);
     RUN(churn_reuses_chunks);
+    RUN(sparse_calloc_faults_in_nothing);
     return test_exit_status();
 }
