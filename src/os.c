@@ -227,8 +227,9 @@ bool os_decommit(void *addr, size_t size)
     return platform_decommit(addr, size);
 }
 
-/* Pages whose residency one mincore call reads: its vector lives on the stack. */
-#define RESIDENT_BATCH 4096
+/* Pages whose residency one mincore call reads (4 MiB): its vector lives on the stack,
+ * which may be a signal handler's small alternate one. */
+#define RESIDENT_BATCH 1024
 
 bool os_mostly_absent(const void *addr, size_t size)
 {
