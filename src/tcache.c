@@ -590,6 +590,14 @@ static void flush_bin(void *block)
         give_back_list(rest, rest_count);
 }
 
+void tcache_tick(void)
+{
+    busy_enter();
+    arena_tick();
+    busy_leave();
+    tcache_purger_poll();
+}
+
 void tcache_flush(void *block)
 {
     busy_enter();

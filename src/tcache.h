@@ -80,6 +80,11 @@ struct tcache_cold {
 struct tcache {
     struct tcache_bin bins[HEAP_CLASSES];
     uint64_t id;       /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
+    /* Counts the frees that stayed in the cache down, wrapping: every 65,536th takes the
+     * arenas' purge tick (tcache_tick), so that freed memory goes back after the purge
+     * delay also in a program whose calls no longer leave the fast paths. Next to `id`,
+     * which the same frees read. */
+    uint16_t free_ticks;
     void *remote_head; /* blocks of superblocks other threads own, to return in batches */
     uint32_t remote_count;
     uint64_t limit_bytes; /* sum of (limit - floor) x block size over the classes filled */
@@ -106,6 +111,9 @@ void *tcache_alloc_slow_size(size_t size) LFH_NOINLINE;
 /* Cuts back the list that `block`, just freed, heads (the block names its class, so the
  * fast path hands over a register it already holds). */
 void tcache_flush(void *block) LFH_NOINLINE;
+/* The purge tick of the arenas (arena_tick), taken from free's fast path every 65,536
+ * frees (struct tcache, free_ticks). */
+void tcache_tick(void) LFH_NOINLINE;
 /* Frees of small blocks the fast path could not take: another owner, or this thread's
  * cache not set up or already handed back. */
 void tcache_free_slow(void *block, struct descriptor *desc) LFH_NOINLINE;
@@ -215,6 +223,8 @@ LFH_INLINE enum tcache_free_result tcache_free(void *block, struct descriptor *d
     bin->head = block;
     if (LFH_UNLIKELY(--bin->credit == 0))
         tcache_flush(block);
+    else if (LFH_UNLIKELY(--((TCACHE_SEG struct tcache *)base)->free_ticks == 0))
+        tcache_tick();
     return TCACHE_FREE_CACHED;
 }
 

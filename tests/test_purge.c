@@ -80,6 +80,54 @@ static void rss_falls_back_after_free(void)
            seconds() - freed_at);
 }
 
+/* The same, but the program goes on with a small working set that its thread cache holds
+ * whole, so that no call leaves the fast paths (a server after a burst of work): free's
+ * fast path takes the arenas' purge tick every 65,536 frees, and the memory still goes
+ * back. */
+enum { BURST = 200000 };
+static void *burst[BURST];
+
+static void rss_falls_back_on_the_fast_paths(void)
+{
+    long start = test_rss_kib();
+    uint64_t rng = 99;
+    size_t total = 0;
+    for (int i = 0; i < BURST; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        size_t size = i % 64 == 0 ? 8192 + (rng >> 33) % 57344 : 16 + (rng >> 33) % 497;
+        burst[i] = T_MALLOC(size);
+        REQUIRE(burst[i]);
+        memset(burst[i], 0x5c, size);
+        total += size;
+    }
+    long peak = test_rss_kib();
+    CHECK(peak - start > (long)(total / 1024) / 2);
+    for (int i = 0; i < BURST; i++)
+        T_FREE(burst[i]);
+    void *live[64] = {0};
+    double freed_at = seconds();
+    long end = test_rss_kib();
+    long rounds = 0;
+    while (end - start >= 32 * 1024 && seconds() - freed_at < PURGE_WAIT_SECONDS) {
+        for (int k = 0; k < 100000; k++) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned slot = (unsigned)(rng >> 58);
+            T_FREE(live[slot]);
+            live[slot] = T_MALLOC(16 + (rng >> 33) % 113);
+            REQUIRE(live[slot]);
+            *(char *)live[slot] = 1;
+        }
+        rounds++;
+        end = test_rss_kib();
+    }
+    for (int i = 0; i < 64; i++)
+        T_FREE(live[i]);
+    CHECK(end - start < 32 * 1024);
+    printf("# rss: start %ld KiB, peak %ld KiB, %ld KiB after %ld rounds of 100,000 frees and "
+           "mallocs (%.2f s)\n",
+           start, peak, end, rounds, seconds() - freed_at);
+}
+
 static void churn_reuses_chunks(void)
 {
     /* the same large sizes over and over: the dirty chunks are reused, RSS stays put */
@@ -336,6 +384,7 @@ int main(int argc, char **argv)
         return test_exit_status();
     }
     RUN(rss_falls_back_after_free);
+    RUN(rss_falls_back_on_the_fast_paths);
     RUN(churn_reuses_chunks);
     RUN(sparse_calloc_faults_in_nothing);
     return test_exit_status();
