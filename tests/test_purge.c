@@ -45,23 +45,41 @@ enum { BLOCKS = 40000 };
 #define PURGE_WAIT_SECONDS 25.0
 static void *blocks[BLOCKS];
 
-static void rss_falls_back_after_free(void)
+/* The next number of a test's generator (a 64-bit LCG; the high bits are the good ones). */
+static uint64_t next_random(uint64_t *rng)
+{
+    *rng = *rng * 6364136223846793005ull + 1442695040888963407ull;
+    return *rng >> 33;
+}
+
+/* Allocates `count` blocks, one in `large_every` of `large_min` bytes and up to
+ * `large_span` more, the others 16 bytes and up to `small_span` more, writes every byte,
+ * checks that the resident size grew by at least half of it, frees them all, and
+ * returns the resident size at its peak. */
+static long burst_then_free(void **into, int count, uint64_t seed, int large_every,
+                            size_t large_min, size_t large_span, size_t small_span)
 {
     long start = test_rss_kib();
-    uint64_t rng = 12345;
     size_t total = 0;
-    for (int i = 0; i < BLOCKS; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        size_t size = (i % 200 == 0) ? 100000 + (rng >> 33) % (4u << 20) : 16 + (rng >> 33) % 8000;
-        blocks[i] = T_MALLOC(size);
-        REQUIRE(blocks[i]);
-        memset(blocks[i], 0x77, size);
+    for (int i = 0; i < count; i++) {
+        uint64_t r = next_random(&seed);
+        size_t size = i % large_every == 0 ? large_min + r % large_span : 16 + r % small_span;
+        into[i] = T_MALLOC(size);
+        REQUIRE(into[i]);
+        memset(into[i], 0x77, size);
         total += size;
     }
     long peak = test_rss_kib();
     CHECK(peak - start > (long)(total / 1024) / 2); /* the memory really was resident */
-    for (int i = 0; i < BLOCKS; i++)
-        T_FREE(blocks[i]);
+    for (int i = 0; i < count; i++)
+        T_FREE(into[i]);
+    return peak;
+}
+
+static void rss_falls_back_after_free(void)
+{
+    long start = test_rss_kib();
+    long peak = burst_then_free(blocks, BLOCKS, 12345, 200, 100000, 4u << 20, 8000);
     /* Keep allocating, as a running program would, until the resident size is back. The
      * purge delay is a quarter of a second, but on a loaded machine the purges that follow
      * it may run late: the bound only fails a heap that never gives the memory back. */
@@ -90,30 +108,18 @@ static void *burst[BURST];
 static void rss_falls_back_on_the_fast_paths(void)
 {
     long start = test_rss_kib();
-    uint64_t rng = 99;
-    size_t total = 0;
-    for (int i = 0; i < BURST; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        size_t size = i % 64 == 0 ? 8192 + (rng >> 33) % 57344 : 16 + (rng >> 33) % 497;
-        burst[i] = T_MALLOC(size);
-        REQUIRE(burst[i]);
-        memset(burst[i], 0x5c, size);
-        total += size;
-    }
-    long peak = test_rss_kib();
-    CHECK(peak - start > (long)(total / 1024) / 2);
-    for (int i = 0; i < BURST; i++)
-        T_FREE(burst[i]);
+    long peak = burst_then_free(burst, BURST, 99, 64, 8192, 57344, 497);
+    uint64_t rng = 7;
     void *live[64] = {0};
     double freed_at = seconds();
     long end = test_rss_kib();
     long rounds = 0;
     while (end - start >= 32 * 1024 && seconds() - freed_at < PURGE_WAIT_SECONDS) {
         for (int k = 0; k < 100000; k++) {
-            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-            unsigned slot = (unsigned)(rng >> 58);
+            uint64_t r = next_random(&rng);
+            unsigned slot = (unsigned)(r & 63);
             T_FREE(live[slot]);
-            live[slot] = T_MALLOC(16 + (rng >> 33) % 113);
+            live[slot] = T_MALLOC(16 + (r >> 6) % 113);
             REQUIRE(live[slot]);
             *(char *)live[slot] = 1;
         }
