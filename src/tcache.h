@@ -79,7 +79,7 @@ struct tcache_cold {
 
 struct tcache {
     struct tcache_bin bins[HEAP_CLASSES];
-    uint64_t id;       /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
+    uint64_t id; /* TCACHE_ID_UNSET until set up; TCACHE_ID_EXITED once handed back */
     /* Counts the frees that stayed in the cache down, wrapping: every 65,536th takes the
      * arenas' purge tick (tcache_tick), so that freed memory goes back after the purge
      * delay also in a program whose calls no longer leave the fast paths. Next to `id`,
