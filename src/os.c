@@ -233,25 +233,23 @@ bool os_decommit(void *addr, size_t size)
 
 bool os_mostly_absent(const void *addr, size_t size)
 {
-    size_t pages = size / OS_PAGE_SIZE, resident = 0, absent = 0;
+    size_t pages = size / OS_PAGE_SIZE, resident = 0;
     unsigned char vec[RESIDENT_BATCH];
     for (size_t done = 0; done < pages;) {
         size_t batch = pages - done < RESIDENT_BATCH ? pages - done : RESIDENT_BATCH;
         if (os_fault() ||
             !platform_resident((const char *)addr + done * OS_PAGE_SIZE, batch * OS_PAGE_SIZE, vec))
             return false;
-        for (size_t i = 0; i < batch; i++) {
+        for (size_t i = 0; i < batch; i++)
             resident += vec[i] & 1;
-            absent += !(vec[i] & 1);
-        }
         done += batch;
         /* Stop as soon as the answer is settled. */
         if (4 * resident >= pages)
             return false;
-        if (4 * absent > 3 * pages)
+        if (4 * (done - resident) > 3 * pages)
             return true;
     }
-    return 4 * absent > 3 * pages;
+    return 4 * (pages - resident) > 3 * pages;
 }
 
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
