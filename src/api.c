@@ -509,7 +509,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     if (align == 0)
         align = props.align;
     size_t old_request = props.request;
-    size_t old_mapped = usable_size(desc);
+    size_t old_mapping = desc->size;
     props.request = size;
     props.align = align;
     props.tracked = tracked;
@@ -519,8 +519,10 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
         fresh = api_resize_in_place(ptr, desc, size, align);
     if (fresh) {
         if (props.zero_fill && size > old_request) {
-            /* Pages a large block gained beyond its old mapping are fresh zero pages. */
-            size_t dirty_end = desc->os_backed && old_mapped < size ? old_mapped : size;
+            /* Pages a mapped block gained beyond its old mapping are fresh zero pages.
+             * Not the secure build's old guard page, which ends the old mapping: a shrink
+             * put it over bytes the program had written, and they would show again. */
+            size_t dirty_end = desc->os_backed && old_mapping < size ? old_mapping : size;
             memset((char *)fresh + old_request, 0, dirty_end - old_request);
         }
         debug_resized(desc, fresh, size);

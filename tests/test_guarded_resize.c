@@ -142,10 +142,42 @@ static void mapped_block_keeps_its_guard(void)
     free(block);
 }
 
+/* A zero-filled block of its own mapping, written whole, shrunk in place and grown again
+ * (where it is, and moved): every byte it gained reads as zero. The secure build's guard
+ * page of the shrunk block lies over bytes the program wrote; growing again once showed
+ * them (glibc's and mimalloc's test suites against lfheap found it). */
+static void mapped_zero_fill_gains_zeros(void)
+{
+    static const size_t mib[][3] = {{70, 35, 60}, {70, 68, 80}, {66, 65, 66}};
+    for (size_t k = 0; k < sizeof mib / sizeof mib[0]; k++) {
+        size_t first = mib[k][0] << 20, shrunk = mib[k][1] << 20, grown = mib[k][2] << 20;
+        unsigned char *block = calloc(1, first);
+        REQUIRE(block);
+        memset(block, 0x11, malloc_usable_size(block));
+        unsigned char *small = realloc(block, shrunk);
+        REQUIRE(small);
+        CHECK(small == block);
+        unsigned char *big = realloc(small, grown);
+        REQUIRE(big);
+        size_t nonzero = 0, at = 0;
+        for (size_t i = shrunk; i < grown; i++)
+            if (big[i] != 0 && nonzero++ == 0)
+                at = i;
+        if (nonzero)
+            fprintf(stderr, "  %zu -> %zu -> %zu MiB: %zu gained bytes not zero, first at %zu\n",
+                    mib[k][0], mib[k][1], mib[k][2], nonzero, at);
+        CHECK(nonzero == 0);
+        CHECK(big[0] == 0x11 && big[shrunk - 1] == 0x11);
+        guard_ends(big);
+        free(big);
+    }
+}
+
 int main(int argc, char **argv)
 {
     expect_guard = argc > 1 && strcmp(argv[1], "guarded") == 0;
     RUN(run_block_stays_while_it_fits);
     RUN(mapped_block_keeps_its_guard);
+    RUN(mapped_zero_fill_gains_zeros);
     return test_exit_status();
 }
