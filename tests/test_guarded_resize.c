@@ -145,7 +145,7 @@ static void mapped_block_keeps_its_guard(void)
 /* A zero-filled block of its own mapping, written whole, shrunk in place and grown again
  * (where it is, and moved): every byte it gained reads as zero. The secure build's guard
  * page of the shrunk block lies over bytes the program wrote; growing again once showed
- * them (glibc's and mimalloc's test suites against lfheap found it). */
+ * them (found by a probe that ran mimalloc's API tests against the sticky zero fill). */
 static void mapped_zero_fill_gains_zeros(void)
 {
     static const size_t mib[][3] = {{70, 35, 60}, {70, 68, 80}, {66, 65, 66}};
