@@ -240,6 +240,16 @@ bool platform_env_switch(const char *name)
     return env && env[0] != '\0' && !(env[0] == '0' && env[1] == '\0');
 }
 
+int platform_open_report(const char *path)
+{
+    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+}
+
+void platform_close(int fd)
+{
+    close(fd);
+}
+
 uint64_t platform_pid(void)
 {
     return (uint64_t)getpid();

@@ -154,6 +154,13 @@ const char *platform_getenv(const char *name);
  * LFHEAP_HUGEPAGES, LFHEAP_STATS). Does not allocate. */
 bool platform_env_switch(const char *name);
 
+/* A file opened for the process's reports: `path` created if missing (mode 0644), each
+ * write appended, closed at exec; -1 with errno set if it cannot be opened. */
+int platform_open_report(const char *path);
+
+/* Closes a file descriptor from platform_open_report. */
+void platform_close(int fd);
+
 /* The process id, for reports. */
 uint64_t platform_pid(void);
 

@@ -451,18 +451,34 @@ LFH_EXPORT struct mallinfo lfh_mallinfo(void)
 /* ---- LFHEAP_STATS ----------------------------------------------------------------- */
 
 /* Read when the library is loaded (getenv does not allocate), so that a program that
- * clears its environment still gets its report. */
+ * clears its environment still gets its report; the file's name is copied, as the
+ * program may change the string it came in. */
 static bool stats_at_exit;
+static char stats_path[4096];
 
 __attribute__((constructor)) static void stats_config(void)
 {
     stats_at_exit = platform_env_switch("LFHEAP_STATS");
+    const char *path = platform_getenv("LFHEAP_STATS_FILE");
+    if (path && strlen(path) < sizeof stats_path)
+        strcpy(stats_path, path);
 }
 
+/* To stderr (or the descriptor lfh_malloc_stats_fd set), or appended to the file that
+ * LFHEAP_STATS_FILE names: a program that closes its stderr before it exits (coreutils'
+ * close_stdout does) or has none (a daemon) still gets its report there. A file that
+ * cannot be opened leaves the report to stderr. */
 __attribute__((destructor)) static void stats_exit_report(void)
 {
-    if (stats_at_exit)
+    if (!stats_at_exit)
+        return;
+    int fd = stats_path[0] ? platform_open_report(stats_path) : -1;
+    if (fd < 0) {
         lfh_malloc_stats();
+        return;
+    }
+    stats_print(fd, false);
+    platform_close(fd);
 }
 
 /* ---- the standard names ----------------------------------------------------------- */

@@ -96,6 +96,25 @@ else
     echo "FAIL lfheap-stats-at-exit"
     head -5 "$tmp/stats.err" "$tmp/release.err"
 fi
+# LFHEAP_STATS_FILE: the report is appended to the file, also when the program runs with
+# its stderr closed (coreutils close it before exiting); a file that cannot be opened (a
+# directory) leaves it to stderr
+rm -f "$tmp/report.txt"
+for i in 1 2; do
+    LFHEAP_STATS=1 LFHEAP_STATS_FILE="$tmp/report.txt" LD_PRELOAD=$B/liblfheap-stats.so \
+        "$B/t-plain/test_api" > /dev/null 2>&-
+done
+LFHEAP_STATS=1 LFHEAP_STATS_FILE="$tmp" LD_PRELOAD=$B/liblfheap-stats.so \
+    "$B/t-plain/test_api" > /dev/null 2> "$tmp/fallback.err"
+if [ "$(grep -c '^lfheap statistics, pid [0-9]* (storage request / allocation)$' \
+        "$tmp/report.txt")" = 2 ] &&
+   grep -qE '^  malloc +calls [0-9,]+; 0-byte [0-9,]+; failed [0-9,]+; storage' "$tmp/report.txt" &&
+   grep -q '^lfheap statistics, pid' "$tmp/fallback.err"; then
+    echo "PASS lfheap-stats-file"
+else
+    echo "FAIL lfheap-stats-file"
+    head -3 "$tmp/report.txt" "$tmp/fallback.err"
+fi
 
 # ---- the debug build --------------------------------------------------------------------
 # TEST_UNFREED: what the parent leaves allocated (stdio) is declared; the children set
