@@ -142,6 +142,15 @@ test-long: all $(TEST_BINS)
 test-long-variants: all $(TEST_BINS)
 	LFHEAP_TEST_LONG=1 bash tests/run.sh park signals
 
+# Other allocators' own tests (glibc's malloc tests, mimalloc's and gperftools') under
+# lfheap's release, debug and secure builds, against tests/peers/expected.txt
+# (docs/PEER_TESTS.md). Not part of `make test`: it fetches their sources (network) and
+# takes minutes. PEER_ARGS passes options to tests/peers/run.sh (e.g. --work DIR).
+PEER_ARGS ?=
+.PHONY: peer-tests
+peer-tests: $(BUILD)/liblfheap.so $(BUILD)/liblfheap-debug.so $(BUILD)/liblfheap-secure.so
+	bash tests/peers/run.sh $(PEER_ARGS)
+
 # tests/layers.sh fails on an #include in src/ that goes up the layer stack (the order is
 # written there once). cppcheck checks only the configuration its -D options name: one run per set of defines
 # a library variant is compiled with (FLAGS_*, and the parking variants of mk/park.mk),
