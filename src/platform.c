@@ -240,6 +240,30 @@ bool platform_env_switch(const char *name)
     return env && env[0] != '\0' && !(env[0] == '0' && env[1] == '\0');
 }
 
+/* The length of the current directory's name in `out`, with a '/' after it, or 0 if it
+ * does not fit in `size` bytes or cannot be read. */
+static size_t directory_prefix(char *out, size_t size)
+{
+    if (!getcwd(out, size))
+        return 0;
+    size_t used = strlen(out);
+    if (out[used - 1] != '/') /* only "/" ends with one */
+        out[used++] = '/';    /* at most at out[size - 1]: the caller's check fails then */
+    return used;
+}
+
+bool platform_absolute_path(const char *path, char *out, size_t size)
+{
+    size_t used = path[0] == '/' ? 0 : directory_prefix(out, size);
+    size_t length = strlen(path);
+    if ((path[0] != '/' && used == 0) || used + length >= size) {
+        out[0] = '\0';
+        return false;
+    }
+    memcpy(out + used, path, length + 1);
+    return true;
+}
+
 int platform_open_report(const char *path)
 {
     return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

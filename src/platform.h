@@ -154,6 +154,11 @@ const char *platform_getenv(const char *name);
  * LFHEAP_HUGEPAGES, LFHEAP_STATS). Does not allocate. */
 bool platform_env_switch(const char *name);
 
+/* `path` made absolute against the current directory, in `out` (`size` bytes); false,
+ * and `out` empty, if it does not fit or the directory cannot be read. Does not
+ * allocate. */
+bool platform_absolute_path(const char *path, char *out, size_t size);
+
 /* A file opened for the process's reports: `path` created if missing (mode 0644), each
  * write appended, closed at exec; -1 with errno set if it cannot be opened. */
 int platform_open_report(const char *path);

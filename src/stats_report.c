@@ -452,7 +452,8 @@ LFH_EXPORT struct mallinfo lfh_mallinfo(void)
 
 /* Read when the library is loaded (getenv does not allocate), so that a program that
  * clears its environment still gets its report; the file's name is copied, as the
- * program may change the string it came in. */
+ * program may change the string it came in, and made absolute, as it may change its
+ * directory. */
 static bool stats_at_exit;
 static char stats_path[4096];
 
@@ -460,8 +461,8 @@ __attribute__((constructor)) static void stats_config(void)
 {
     stats_at_exit = platform_env_switch("LFHEAP_STATS");
     const char *path = platform_getenv("LFHEAP_STATS_FILE");
-    if (path && strlen(path) < sizeof stats_path)
-        strcpy(stats_path, path);
+    if (path && path[0])
+        platform_absolute_path(path, stats_path, sizeof stats_path);
 }
 
 /* To stderr (or the descriptor lfh_malloc_stats_fd set), or appended to the file that

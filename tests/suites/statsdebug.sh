@@ -106,14 +106,19 @@ for i in 1 2; do
 done
 LFHEAP_STATS=1 LFHEAP_STATS_FILE="$tmp" LD_PRELOAD=$B/liblfheap-stats.so \
     "$B/t-plain/test_api" > /dev/null 2> "$tmp/fallback.err"
+# a relative name is taken from the directory the program starts in, where it goes on
+# (bash's built-in cd) before it exits
+(cd "$tmp" && LFHEAP_STATS=1 LFHEAP_STATS_FILE=relative.txt LD_PRELOAD=$B/liblfheap-stats.so \
+    bash -c 'cd /; true')
 if [ "$(grep -c '^lfheap statistics, pid [0-9]* (storage request / allocation)$' \
         "$tmp/report.txt")" = 2 ] &&
+   grep -q '^lfheap statistics, pid' "$tmp/relative.txt" &&
    grep -qE '^  malloc +calls [0-9,]+; 0-byte [0-9,]+; failed [0-9,]+; storage' "$tmp/report.txt" &&
    grep -q '^lfheap statistics, pid' "$tmp/fallback.err"; then
     echo "PASS lfheap-stats-file"
 else
     echo "FAIL lfheap-stats-file"
-    head -3 "$tmp/report.txt" "$tmp/fallback.err"
+    head -3 "$tmp/report.txt" "$tmp/fallback.err" "$tmp/relative.txt"
 fi
 
 # ---- the debug build --------------------------------------------------------------------
