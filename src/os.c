@@ -1,9 +1,9 @@
 /*
  * os: the memory layer over the platform's mmap/munmap/madvise/mremap/mincore. An aligned mapping
  * is first asked of the kernel at an aligned address it would choose anyway (below), so that it
- * needs no more address space than its size; only when that fails does it over-reserve by the
- * alignment and trim both ends. Either way it costs three system calls at most in the common case
- * and never leaves an unaligned mapping behind.
+ * needs no more address space than its size; only when that fails does it reserve the size plus
+ * the alignment, inaccessible, trim both ends and make the rest read-write. Three system calls
+ * in the common case, five at most, and never an unaligned mapping left behind.
  *
  * Refused unmaps wait in a small table of slots. A slot is claimed by a CAS on its size
  * (0: free) and published by a release store of its address; a retrying thread takes the
@@ -183,7 +183,12 @@ static void *map_aligned(size_t size, size_t align)
     size_t padded = size + align - OS_PAGE_SIZE;
     if (padded < size)
         return NULL;
-    char *raw = map_at(NULL, padded);
+    /* Reserved inaccessible, then only the aligned part made read-write: a read-write
+     * reservation would be charged in full by the kernel's overcommit accounting, and its
+     * default policy refuses a single mapping larger than RAM and swap, so an alignment of
+     * that size (posix_memalign of 1 TiB, say) failed whenever the first way did. */
+    os_count(STATS_MMAP_CALLS, padded);
+    char *raw = platform_reserve(padded);
     if (!raw)
         return NULL;
     uintptr_t start = ((uintptr_t)raw + align - 1) & ~(uintptr_t)(align - 1);
@@ -193,6 +198,10 @@ static void *map_aligned(size_t size, size_t align)
         unmap_or_defer(raw, head);
     if (tail)
         unmap_or_defer((char *)start + size, tail);
+    if (!platform_protect((void *)start, size, true)) {
+        unmap_or_defer((void *)start, size);
+        return NULL;
+    }
     return (void *)start;
 }
 

@@ -27,6 +27,12 @@ void *platform_map(void *hint, size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
+void *platform_reserve(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 bool platform_unmap(void *addr, size_t size)
 {
     return munmap(addr, size) == 0;

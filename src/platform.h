@@ -52,6 +52,12 @@
  * live in memory mapped here directly (stats.c), below the layer that counts. */
 void *platform_map(void *hint, size_t size);
 
+/* Inaccessible anonymous address space of `size` bytes (a multiple of the page size),
+ * page-aligned, wherever the kernel likes; NULL when it says no. Not writable, so the
+ * kernel's overcommit accounting charges nothing for it until platform_protect makes a
+ * part of it read-write (which charges that part, as platform_map would). */
+void *platform_reserve(size_t size);
+
 /* munmap; false if the kernel refused. */
 bool platform_unmap(void *addr, size_t size);
 

@@ -14,6 +14,8 @@
  * the machine's RAM and swap, and each is 64 MiB. tests/suites/core.sh checks both
  * before running it; run directly, it requires them.
  *
+ * It also holds blocks aligned at 1 TiB, more than any RAM and swap it runs with.
+ *
  * Built for the prefixed library (build/t, which also counts the arenas) and as a plain
  * program run with lfheap preloaded (build/t-plain).
  */
@@ -170,9 +172,49 @@ static void address_space_is_reused(void)
     T_MALLOC_TRIM(0);
 }
 
+/* Alignments larger than the machine's RAM and swap: the first such block usually lands
+ * at an aligned address the kernel offers anyway, the next ones need a reservation of
+ * the alignment's size to carve an aligned block from. A read-write reservation that
+ * large is refused by the default overcommit policy (so every block after the first
+ * failed); an inaccessible one is not. Each block still costs only its own pages, and
+ * freeing them gives all of that address space back. */
+#define HUGE_ALIGN  ((size_t)1 << 40) /* 1 TiB */
+#define HUGE_ALIGNS 16
+
+static void alignments_beyond_ram(void)
+{
+    size_t before = mapped_bytes();
+    char *held[HUGE_ALIGNS];
+    unsigned had = 0;
+    for (; had < HUGE_ALIGNS; had++) {
+        void *p = NULL;
+        int error = T_POSIX_MEMALIGN(&p, HUGE_ALIGN, 100);
+        if (error) {
+            fprintf(stderr, "posix_memalign(1 TiB) #%u failed: %d\n", had, error);
+            break;
+        }
+        held[had] = p;
+        held[had][0] = (char)had;
+        held[had][99] = (char)~had;
+    }
+    CHECK(had == HUGE_ALIGNS);
+    for (unsigned i = 0; i < had; i++) {
+        CHECK(((uintptr_t)held[i] & (HUGE_ALIGN - 1)) == 0);
+        CHECK(held[i][0] == (char)i && held[i][99] == (char)~i);
+        for (unsigned j = 0; j < i; j++)
+            CHECK(held[i] != held[j]);
+    }
+    /* The blocks cost their pages and the page map's leaves, not the reservations. */
+    CHECK(mapped_bytes() - before < (size_t)HUGE_ALIGNS * 64 * MIB);
+    for (unsigned i = 0; i < had; i++)
+        T_FREE(held[i]);
+    small_blocks_still_served();
+}
+
 int main(void)
 {
     require_room();
+    RUN(alignments_beyond_ram);
     RUN(blocks_beyond_256_gib);
     RUN(blocks_are_distinct);
     RUN(blocks_are_usable);
