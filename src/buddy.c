@@ -119,13 +119,13 @@ static inline uint64_t node_tryalloc(struct buddy *b, uint64_t n, unsigned level
 }
 
 /* A6-A14 over nodes [lo, hi) of `level`: the node taken, or 0. */
-static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_t hi)
+static uint64_t scan_level_flat(struct buddy *b, unsigned level, uint64_t lo, uint64_t hi)
 {
     uint64_t i = lo;
     while (i < hi) {
-        if (node_is_free(b, i, level)) { /* A7 */
+        if (flat_is_free(b, i)) { /* A7 */
             BUDDY_CHAOS();
-            uint64_t failed_at = node_tryalloc(b, i, level);
+            uint64_t failed_at = buddy_flat_tryalloc(b, i, level);
             if (!failed_at)
                 return i;
             /* A13-A14: skip the subtree of the node that failed us. */
@@ -135,6 +135,49 @@ static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_
         }
     }
     return 0;
+}
+
+/* The same scan over the packed layout, a bunch word at a time: the nodes of a level that
+ * share a bunch (up to eight) are tested against one load of its word, each with the
+ * mask of its slots, where locating and loading the word for every node made the scan
+ * most of the time of a program whose threads take many superblocks (docs/BENCHMARKS.md,
+ * "Many threads alive at once"). A7's test is a hint that TRYALLOC's CAS checks again, so
+ * a value read a few nodes earlier serves as well as one read at the node: a node freed
+ * since is found by the rescan that the release's count asks for (A15), one taken since
+ * fails its TRYALLOC as it would have. */
+static uint64_t scan_level_packed(struct buddy *b, unsigned level, uint64_t lo, uint64_t hi)
+{
+    uint64_t i = lo;
+    while (i < hi) {
+        struct position pos;
+        packed_locate(b, i, level, &pos);
+        /* The first node of the next bunch at this level. */
+        uint64_t bunch_end = (pos.root + 1) << (level - pos.root_level);
+        uint64_t end = bunch_end < hi ? bunch_end : hi;
+        /* relaxed: a hint for the scan (A7), as in packed_is_free. */
+        uint64_t word = atomic_load_explicit(pos.word, memory_order_relaxed);
+        uint64_t mask = pos.mask;
+        unsigned step = pos.count * SLOT_BITS;
+        while (i < end && (word & mask)) {
+            i++;
+            mask <<= step;
+        }
+        if (i == end)
+            continue;
+        BUDDY_CHAOS();
+        uint64_t failed_at = buddy_packed_tryalloc(b, i, level);
+        if (!failed_at)
+            return i;
+        /* A13-A14: skip the subtree of the node that failed us. */
+        i = (failed_at + 1) << (level - node_level(failed_at));
+    }
+    return 0;
+}
+
+static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_t hi)
+{
+    return (b->flags & BUDDY_PACKED) ? scan_level_packed(b, level, lo, hi)
+                                     : scan_level_flat(b, level, lo, hi);
 }
 
 /* Sets the shape of an instance over `size` bytes in b and lays out its metadata
