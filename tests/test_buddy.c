@@ -396,6 +396,35 @@ static void test_exhaustion(void)
     }
 }
 
+/* The one free chunk of a level is found wherever it lies, also among taken nodes that
+ * share its bunch word (the packed scan tests a word's nodes against one load of it):
+ * every level filled, then each chunk in turn freed and asked for again, the scan starting
+ * at the level's first node (no hints) or at the thread's hint. */
+static void test_scan_finds_each_node(void)
+{
+    const unsigned flags[] = {0, BUDDY_NO_HINTS, BUDDY_PACKED, BUDDY_PACKED | BUDDY_NO_HINTS};
+    const size_t size = 1 << 20, min = 4096;
+    for (unsigned f = 0; f < sizeof flags / sizeof flags[0]; f++) {
+        struct buddy *b = buddy_create(NULL, size, min, 0, flags[f]);
+        REQUIRE(b);
+        void *all[256];
+        for (size_t chunk = min; chunk <= size; chunk <<= 1) {
+            size_t n = size / chunk;
+            for (size_t k = 0; k < n; k++)
+                CHECK((all[k] = buddy_alloc(b, chunk)) != NULL);
+            CHECK(!buddy_alloc(b, chunk));
+            for (size_t k = 0; k < n; k++) {
+                CHECK(buddy_free(b, all[k]));
+                CHECK(buddy_alloc(b, chunk) == all[k]);
+            }
+            for (size_t k = 0; k < n; k++)
+                CHECK(buddy_free(b, all[k]));
+            check_fully_coalesced(b);
+        }
+        buddy_destroy(b);
+    }
+}
+
 /* ---------------------------------------------------------------------------------- */
 /* Concurrent test. */
 
@@ -591,6 +620,7 @@ int main(int argc, char **argv)
     RUN(test_metadata_size);
     RUN(test_public_api);
     RUN(test_alloc_at);
+    RUN(test_scan_finds_each_node);
     RUN(test_exhaustion);
     RUN(test_model_flat);
     RUN(test_model_packed);
