@@ -139,8 +139,8 @@ static uint64_t scan_level_flat(struct buddy *b, unsigned level, uint64_t lo, ui
 
 /* The same scan over the packed layout, a bunch word at a time: the nodes of a level that
  * share a bunch (up to eight) are tested against one load of its word, each with the
- * mask of its slots, where locating and loading the word for every node made the scan
- * most of the time of a program whose threads take many superblocks (docs/BENCHMARKS.md,
+ * mask of its slots, where locating and loading the word for every node made the scan a
+ * fifth of the time of a program whose threads take many superblocks (docs/BENCHMARKS.md,
  * "Many threads alive at once"). A7's test is a hint that TRYALLOC's CAS checks again, so
  * a value read a few nodes earlier serves as well as one read at the node: a node freed
  * since is found by the rescan that the release's count asks for (A15), one taken since
