@@ -19,6 +19,7 @@
 #include "os.h"
 
 #include "stats.h"
+#include "vgclient.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -234,6 +235,38 @@ bool os_decommit(void *addr, size_t size)
         return false;
     os_count(STATS_MADVISE_CALLS, size);
     return platform_decommit(addr, size);
+}
+
+/* Set once the kernel refused process_madvise on the process itself for a reason that
+ * will not change (an older kernel, a seccomp filter): from then on every range has its
+ * own madvise. Relaxed: threads that raced past it only try once more each. */
+static _Atomic bool ranges_refused;
+
+void os_decommit_ranges(const struct iovec *ranges, unsigned count, bool *clean)
+{
+    unsigned done = 0;
+    /* valgrind 3.19 does not know the system call: it would print a warning and refuse. */
+    if (count > 1 && !atomic_load_explicit(&ranges_refused, memory_order_relaxed) &&
+        !vgclient_running() && !os_fault()) {
+        size_t total = 0;
+        for (unsigned i = 0; i < count; i++)
+            total += ranges[i].iov_len;
+        os_count(STATS_MADVISE_CALLS, total);
+        int saved_errno = errno;
+        long dropped = platform_decommit_ranges(ranges, count);
+        if (dropped < 0) {
+            if (errno == ENOSYS || errno == EINVAL || errno == EBADF || errno == EPERM)
+                atomic_store_explicit(&ranges_refused, true, memory_order_relaxed);
+            dropped = 0;
+        }
+        errno = saved_errno; /* the ranges not dropped get their own madvise below */
+        for (size_t left = (size_t)dropped; done < count && ranges[done].iov_len <= left; done++) {
+            left -= ranges[done].iov_len;
+            clean[done] = true;
+        }
+    }
+    for (; done < count; done++)
+        clean[done] = os_decommit(ranges[done].iov_base, ranges[done].iov_len);
 }
 
 /* Pages whose residency one mincore call reads (4 MiB): its vector lives on the stack,

@@ -44,6 +44,11 @@ void os_unmap(void *addr, size_t size);
  * zeros. False if the kernel refused: the pages may still hold their old contents. */
 bool os_decommit(void *addr, size_t size);
 
+/* os_decommit for `count` ranges, with one system call for all of them where the kernel
+ * allows it (platform_decommit_ranges), else one per range. clean[i] says whether range i
+ * was decommitted. errno is left as it was unless a range was refused. */
+void os_decommit_ranges(const struct iovec *ranges, unsigned count, bool *clean);
+
 /* True if fewer than a quarter of the pages of [addr, addr + size) are resident (both
  * page aligned). False when a quarter or more are, and when the kernel refused to tell. A page
  * swapped out counts as absent: the answer says what a memset would fault in, not what

@@ -43,6 +43,22 @@ bool platform_decommit(void *addr, size_t size)
     return madvise(addr, size, MADV_DONTNEED) == 0;
 }
 
+/* The process itself as a pidfd (linux/pidfd.h since Linux 6.15). */
+#define PIDFD_SELF_PROCESS (-10001)
+
+long platform_decommit_ranges(const struct iovec *ranges, unsigned count)
+{
+#ifdef SYS_process_madvise
+    return syscall(SYS_process_madvise, PIDFD_SELF_PROCESS, ranges, (size_t)count, MADV_DONTNEED,
+                   0U);
+#else
+    (void)ranges;
+    (void)count;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
 bool platform_resident(const void *addr, size_t size, unsigned char *vec)
 {
     return mincore((void *)addr, size, vec) == 0;

@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* The kernel's page: the granule of every memory call. Linux on x86-64 and most aarch64
  * kernels use 4 KiB pages; lfheap assumes them. */
@@ -64,6 +65,15 @@ bool platform_unmap(void *addr, size_t size);
 /* Lets the kernel drop the range's pages (MADV_DONTNEED), which then read back as zeros;
  * false if the kernel refused. */
 bool platform_decommit(void *addr, size_t size);
+
+/* Lets the kernel drop the pages of `count` ranges in one system call: process_madvise
+ * with MADV_DONTNEED on the calling process (PIDFD_SELF_THREAD_GROUP), which Linux 6.13
+ * allows and 6.15 names without a descriptor. The kernel then flushes the TLB once for
+ * all the ranges, where madvise flushes it once per range: on every other CPU that runs
+ * the process, by an interrupt. Returns the bytes dropped, range after range from the
+ * first, or -1 with errno (ENOSYS, EINVAL or EBADF from an older kernel, EPERM from a
+ * seccomp filter). */
+long platform_decommit_ranges(const struct iovec *ranges, unsigned count);
 
 /* Which pages of the range are resident (mincore): vec gets one byte per page, bit 0 set
  * for a resident one. False if the kernel refused. A page swapped out counts as not

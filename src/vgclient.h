@@ -29,6 +29,12 @@ LFH_INLINE bool vgclient_memcheck(void)
     return VALGRIND_MAKE_MEM_DEFINED(&probe, sizeof probe) != 0;
 }
 
+/* True under any valgrind tool (memcheck, callgrind, ...). */
+LFH_INLINE bool vgclient_running(void)
+{
+    return RUNNING_ON_VALGRIND != 0;
+}
+
 /* `size` bytes at `block` now belong to the program (the whole block: what
  * malloc_usable_size reports), undefined unless `zeroed`. */
 LFH_INLINE void vgclient_alloc(void *block, size_t size, bool zeroed)
@@ -73,6 +79,10 @@ LFH_INLINE void vgclient_metadata(void *start, size_t size)
 }
 #else
 LFH_INLINE bool vgclient_memcheck(void)
+{
+    return false;
+}
+LFH_INLINE bool vgclient_running(void)
 {
     return false;
 }

@@ -11,11 +11,11 @@ set -euo pipefail
 LAYERS=(
     "config"                             # the switchboard
     "lfheap lfheap_buddy common"         # the public headers and the base macros
-    "platform park invariant"            # the kernel, libc and the CPU; test hooks; checks
+    "platform park invariant vgclient"   # the kernel, libc and the CPU; test hooks; checks; valgrind
     "out sizeclass"
     "stats"                              # the counters: a leaf every layer counts into
     "os"
-    "buddy+buddy_impl+buddy_flat+buddy_packed secure vgclient"
+    "buddy+buddy_impl+buddy_flat+buddy_packed secure"
     "arena heap_types"
     "pagemap"
     "heap"

@@ -9,6 +9,9 @@
  *
  * - Targeted cases: a refused munmap is retried, a refused madvise keeps its chunk dirty,
  *   a failed descriptor chunk loses no descriptor, malloc_trim returns orphaned caches.
+ * - Decommits in one system call (process_madvise): each range reads as zeros and the
+ *   pages between keep their bytes, and when a seccomp filter refuses the call, or
+ *   madvise as well, lfheap falls back to madvise, or keeps the chunks dirty.
  * - Concurrency: threads allocate, reallocate and free across threads while the
  *   injection keeps switching between none, single failures and exhaustion.
  * - The sweep: a workload that uses every routine (small, medium, large and huge blocks,
@@ -27,11 +30,15 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -779,6 +786,180 @@ static void workload(struct run *r)
     do_malloc(r, 100 * MIB);
 }
 
+/* ---- decommits in one system call ------------------------------------------------ */
+
+/* Four ranges of a mapping of RANGE_PAGES pages: page 0, pages 2-3, page 7, pages 12-15. */
+#define RANGE_PAGES 20
+static const unsigned range_first[4] = {0, 2, 7, 12}, range_pages[4] = {1, 2, 1, 4};
+
+static bool page_in_a_range(unsigned page)
+{
+    for (unsigned i = 0; i < 4; i++)
+        if (page >= range_first[i] && page < range_first[i] + range_pages[i])
+            return true;
+    return false;
+}
+
+/* Decommits the four ranges of a mapping filled with 0xcd and checks that each range
+ * reads as zeros if `dropped` (else still 0xcd), that the pages between kept their bytes,
+ * and that errno did not change when nothing was refused. Returns the OS calls it took. */
+static uint64_t decommit_four_ranges(bool dropped)
+{
+    size_t size = RANGE_PAGES * OS_PAGE_SIZE;
+    unsigned char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(p != MAP_FAILED);
+    memset(p, 0xcd, size);
+    struct iovec ranges[4];
+    bool clean[4];
+    for (unsigned i = 0; i < 4; i++)
+        ranges[i] =
+            (struct iovec){p + range_first[i] * OS_PAGE_SIZE, range_pages[i] * OS_PAGE_SIZE};
+    struct os_fault_stats before, after;
+    os_fault_stats(&before);
+    errno = 4242;
+    os_decommit_ranges(ranges, 4, clean);
+    if (dropped)
+        CHECK(errno == 4242);
+    os_fault_stats(&after);
+    for (unsigned i = 0; i < 4; i++)
+        CHECK(clean[i] == dropped);
+    unsigned wrong = 0;
+    for (unsigned page = 0; page < RANGE_PAGES; page++) {
+        unsigned char want = page_in_a_range(page) && dropped ? 0 : 0xcd;
+        for (size_t i = 0; i < OS_PAGE_SIZE; i++)
+            wrong += p[page * OS_PAGE_SIZE + i] != want;
+    }
+    CHECK(wrong == 0);
+    munmap(p, size);
+    return after.calls - before.calls;
+}
+
+/* Makes process_madvise fail with `process_errno`, and madvise with `madvise_errno`
+ * unless that is 0, in this process from now on. False if the kernel has no seccomp. */
+static bool refuse_decommits(int process_errno, int madvise_errno)
+{
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_madvise, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)process_errno),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, madvise_errno ? SYS_madvise : ~0U, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)madvise_errno),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog program = {sizeof filter / sizeof filter[0], filter};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+           prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+
+/* The kernel drops the pages of several ranges of the process itself in one call. */
+static bool kernel_decommits_ranges(void)
+{
+    void *page =
+        mmap(NULL, OS_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(page != MAP_FAILED);
+    struct iovec range = {page, OS_PAGE_SIZE};
+    bool yes = platform_decommit_ranges(&range, 1) == (long)OS_PAGE_SIZE;
+    munmap(page, OS_PAGE_SIZE);
+    return yes;
+}
+
+/* Runs of 256 KiB, freed and trimmed, then a calloc over them: it must read as zeros. */
+static void purged_runs_read_as_zeros(void)
+{
+    enum { RUNS = 48 };
+    char *run[RUNS];
+    for (unsigned i = 0; i < RUNS; i++) {
+        run[i] = lfh_malloc(256 * KIB);
+        REQUIRE(run[i]);
+        memset(run[i], 0xab, 256 * KIB);
+    }
+    for (unsigned i = 0; i < RUNS; i++)
+        lfh_free(run[i]);
+    lfh_malloc_trim(0);
+    for (unsigned i = 0; i < RUNS; i++) {
+        run[i] = lfh_calloc(1, 256 * KIB);
+        REQUIRE(run[i]);
+        CHECK(reads_zero(run[i], 256 * KIB));
+    }
+    for (unsigned i = 0; i < RUNS; i++)
+        lfh_free(run[i]);
+}
+
+/* Where the kernel allows it, the four ranges take one call; else one each, after the
+ * one refused attempt. */
+static void decommit_ranges_in_one_call_body(void)
+{
+    bool one_call = kernel_decommits_ranges();
+    if (!one_call)
+        printf("  note: this kernel has no process_madvise(MADV_DONTNEED) on the process "
+               "itself (Linux 6.15 and later): checking the fallback\n");
+    CHECK(decommit_four_ranges(true) == (one_call ? 1 : 5));
+    CHECK(decommit_four_ranges(true) == (one_call ? 1 : 4));
+    purged_runs_read_as_zeros();
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void decommit_ranges_in_one_call(void)
+{
+    CHECK(in_child(decommit_ranges_in_one_call_body) == 0);
+}
+
+/* The child's exit status when seccomp is not available: the check is skipped. */
+#define NO_SECCOMP 77
+
+static void skip_without_seccomp(const char *name, int status)
+{
+    if (status == NO_SECCOMP)
+        printf("  note: %s skipped: seccomp filters are not available here\n", name);
+    else
+        CHECK(status == 0);
+}
+
+/* A kernel or a seccomp filter that refuses process_madvise: one attempt, then madvise for
+ * every range, errno as it was, and purged runs still read as zeros. */
+static void decommit_ranges_fall_back_body(int process_errno)
+{
+    if (!refuse_decommits(process_errno, 0))
+        _exit(NO_SECCOMP);
+    CHECK(decommit_four_ranges(true) == 5); /* the refused attempt, then one per range */
+    CHECK(decommit_four_ranges(true) == 4); /* the refusal is remembered */
+    purged_runs_read_as_zeros();
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void decommit_ranges_fall_back_enosys_body(void)
+{
+    decommit_ranges_fall_back_body(ENOSYS);
+}
+
+static void decommit_ranges_fall_back_eperm_body(void)
+{
+    decommit_ranges_fall_back_body(EPERM);
+}
+
+static void decommit_ranges_fall_back(void)
+{
+    skip_without_seccomp("ENOSYS", in_child(decommit_ranges_fall_back_enosys_body));
+    skip_without_seccomp("EPERM", in_child(decommit_ranges_fall_back_eperm_body));
+}
+
+/* Both calls refused: the pages keep their bytes, and the runs stay dirty, so that calloc
+ * still clears them. */
+static void decommits_refused_keep_runs_dirty_body(void)
+{
+    if (!refuse_decommits(EPERM, EPERM))
+        _exit(NO_SECCOMP);
+    CHECK(decommit_four_ranges(false) == 5);
+    purged_runs_read_as_zeros();
+}
+
+static void decommits_refused_keep_runs_dirty(void)
+{
+    skip_without_seccomp("both refused", in_child(decommits_refused_keep_runs_dirty_body));
+}
+
 /* ---- the sweep: injected run, recovery, memory back ------------------------------- */
 
 /* What the parent asks of a child, and what the child reports back (in a shared page). */
@@ -883,6 +1064,9 @@ int main(int argc, char **argv)
     REQUIRE(sweep_child != MAP_FAILED);
     RUN(refused_unmaps_are_retried);
     RUN(refused_decommit_keeps_chunk_dirty);
+    RUN(decommit_ranges_in_one_call);
+    RUN(decommit_ranges_fall_back);
+    RUN(decommits_refused_keep_runs_dirty);
     RUN(descriptor_chunk_failure_loses_nothing);
     RUN(trim_returns_orphaned_caches);
     RUN(concurrent_failures_corrupt_nothing);
