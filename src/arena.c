@@ -787,9 +787,11 @@ void arena_tick(void)
 
 /* ---- arenas ----------------------------------------------------------------------- */
 
-static void *alloc_in(struct arena *a, size_t chunk)
+/* With trust_full, an arena whose buddy found the chunk's level full, with no release
+ * since, costs two loads instead of a scan (buddy_alloc_unless_full). */
+static void *alloc_in(struct arena *a, size_t chunk, bool trust_full)
 {
-    void *p = buddy_alloc(a->buddy, chunk);
+    void *p = trust_full ? buddy_alloc_unless_full(a->buddy, chunk) : buddy_alloc(a->buddy, chunk);
     if (p)
         arena_hint = a;
     return p;
@@ -797,7 +799,7 @@ static void *alloc_in(struct arena *a, size_t chunk)
 
 /* Asks every arena on the list, from the one this thread used last to the oldest, then
  * from the newest round to it; *newest says which arena was the newest then. */
-static void *alloc_from_arenas(size_t chunk, struct arena **newest)
+static void *alloc_from_arenas(size_t chunk, struct arena **newest, bool trust_full)
 {
     /* Acquire pairs with the release CAS that pushed the newest arena: its fields and
      * link, and through its pusher's acquire those of every older one, are complete. */
@@ -806,9 +808,9 @@ static void *alloc_from_arenas(size_t chunk, struct arena **newest)
     struct arena *start = arena_hint ? arena_hint : head;
     void *p = NULL;
     for (struct arena *a = start; a && !p; a = a->older)
-        p = alloc_in(a, chunk);
+        p = alloc_in(a, chunk, trust_full);
     for (struct arena *a = head; a != start && !p; a = a->older)
-        p = alloc_in(a, chunk);
+        p = alloc_in(a, chunk, trust_full);
     return p;
 }
 
@@ -868,7 +870,7 @@ static void *alloc_from_new_arena(size_t chunk, struct arena *seen)
         /* Acquire: see alloc_from_arenas. */
         struct arena *head = atomic_load_explicit(&arena_list, memory_order_acquire);
         for (struct arena *a = head; a != seen && !p; a = a->older)
-            p = alloc_in(a, chunk);
+            p = alloc_in(a, chunk, false);
         if (p)
             break;
         seen = head;
@@ -883,7 +885,7 @@ static void *alloc_from_new_arena(size_t chunk, struct arena *seen)
             seen = fresh;
             fresh = NULL;
             LFH_PARK(ARENA_LISTED);
-            if ((p = alloc_in(seen, chunk)) != NULL)
+            if ((p = alloc_in(seen, chunk, false)) != NULL)
                 break;
         }
     }
@@ -897,17 +899,25 @@ static void *alloc_from_new_arena(size_t chunk, struct arena *seen)
 static void *fresh_chunk(size_t chunk)
 {
     struct arena *seen;
-    void *p = alloc_from_arenas(chunk, &seen);
+    /* Arenas found full are skipped first: with thousands of threads alive, a thread whose
+     * arena filled up scanned every older, full one before the newest (4,000 threads:
+     * the level scans were a fifth of the samples, docs/BENCHMARKS.md, "Many threads
+     * alive at once"). A level can look full while a node is free, when another thread's
+     * allocation marked it and lost its CAS, so before any memory is added the arenas
+     * are scanned whole. */
+    void *p = alloc_from_arenas(chunk, &seen, true);
+    if (!p)
+        p = alloc_from_arenas(chunk, &seen, false);
     /* Purging every freed run lets the buddies coalesce them, but throws away their
      * resident pages, which the next blocks would fault in again. So it comes first only
      * when the freed runs outweigh those in use; otherwise a new arena's address space is
      * cheaper, and the purge is the last resort when none can be mapped. */
     if (!p && mostly_dirty() && arena_purge_all() > 0)
-        p = alloc_from_arenas(chunk, &seen);
+        p = alloc_from_arenas(chunk, &seen, false);
     if (!p)
         p = alloc_from_new_arena(chunk, seen);
     if (!p && arena_purge_all() > 0)
-        p = alloc_from_arenas(chunk, &seen);
+        p = alloc_from_arenas(chunk, &seen, false);
     return p;
 }
 
@@ -1137,6 +1147,11 @@ unsigned arena_busy_count(void)
     return busy;
 }
 #endif
+
+struct buddy *arena_buddy(const void *chunk)
+{
+    return arena_of(chunk)->buddy;
+}
 
 unsigned arena_mapped(void)
 {

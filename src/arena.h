@@ -109,4 +109,8 @@ unsigned arena_busy_count(void);
  * know without counting, and what the out-of-memory tests check. */
 unsigned arena_mapped(void);
 
+/* The buddy instance of the arena that holds `chunk` (a chunk arena_alloc handed out),
+ * for the tests. */
+struct buddy *arena_buddy(const void *chunk);
+
 #endif

@@ -289,7 +289,8 @@ void buddy_destroy(struct buddy *b)
     os_unmap(b, b->meta_size);
 }
 
-void *buddy_alloc(struct buddy *b, size_t bytes)
+/* NBBS Alg. 2; with trust_full, A1-A17 are skipped while the level is known full. */
+static void *alloc_chunk(struct buddy *b, size_t bytes, bool trust_full)
 {
     if (LFH_UNLIKELY(bytes > b->max_chunk)) /* A2-A3 */
         return NULL;
@@ -300,6 +301,12 @@ void *buddy_alloc(struct buddy *b, size_t bytes)
     uint64_t first = (uint64_t)1 << level, end = first << 1;
     uint32_t *hints = (b->flags & BUDDY_NO_HINTS) ? NULL : hints_for(b);
     uint64_t start = hints && hints[level] ? hints[level] : first;
+    /* Relaxed mark, acquire count (as A4): the mark holds only while the count is still
+     * the one its scan saw, and the count never goes back, so a stale mark or a release
+     * since only makes them differ, and the scan runs. */
+    if (trust_full && atomic_load_explicit(&b->full_at[level], memory_order_relaxed) ==
+                          atomic_load_explicit(&b->release_count, memory_order_acquire) + 1)
+        return NULL;
     for (;;) {
         /* A4. acquire: pairs with the release increment at F4, so that when A15 sees a
          * newer count, the released nodes are visible to the rescan. */
@@ -326,9 +333,23 @@ void *buddy_alloc(struct buddy *b, size_t bytes)
             return b->base + offset; /* A11 */
         }
         /* A15-A16. acquire: see A4. */
-        if (ts == atomic_load_explicit(&b->release_count, memory_order_acquire))
+        if (ts == atomic_load_explicit(&b->release_count, memory_order_acquire)) {
+            /* Relaxed: a mark stored late, after a release, names a count already passed,
+             * and nobody trusts it. */
+            atomic_store_explicit(&b->full_at[level], ts + 1, memory_order_relaxed);
             return NULL; /* A17 */
+        }
     }
+}
+
+void *buddy_alloc(struct buddy *b, size_t bytes)
+{
+    return alloc_chunk(b, bytes, false);
+}
+
+void *buddy_alloc_unless_full(struct buddy *b, size_t bytes)
+{
+    return alloc_chunk(b, bytes, true);
 }
 
 bool buddy_alloc_at(struct buddy *b, void *p, size_t bytes)

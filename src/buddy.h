@@ -52,6 +52,10 @@ struct buddy {
     /* Bumped by every completed release (NBBS Alg. 4 line F4) and read by every
      * allocation: alone on its cache line so that it does not slow the fields below. */
     _Alignas(64) _Atomic uint64_t release_count;
+    /* Per level: 1 + the release_count at which an allocation's scan found the level
+     * without a free node and saw no release during it (A15-A17), 0 if none did yet
+     * (buddy_alloc_unless_full). */
+    _Atomic uint64_t full_at[BUDDY_MAX_DEPTH + 1];
 
     /* Read-only after buddy_create. */
     _Alignas(64) char *base; /* first byte of the region */
@@ -91,6 +95,13 @@ void buddy_destroy(struct buddy *b);
 /* A chunk of at least `bytes` (rounded up to a power of two, at least min_chunk), or
  * NULL if bytes > max_chunk or no free chunk was found. Lock-free (NBBS Alg. 2). */
 void *buddy_alloc(struct buddy *b, size_t bytes);
+
+/* buddy_alloc, but NULL at once, without a scan, when an allocation of the same level
+ * found it full and nothing was released in the instance since. A scan can also miss a
+ * node that another thread's allocation had marked and then, its CAS lost, unmarked (no
+ * release); buddy_alloc's NULL says so only for its own call, this one keeps saying it
+ * until the next release, so a caller with nowhere else to go calls buddy_alloc. */
+void *buddy_alloc_unless_full(struct buddy *b, size_t bytes);
 
 /* Takes the chunk of `bytes` (a power of two between min_chunk and max_chunk) that
  * starts at p, a multiple of `bytes` inside the region, if it is free: NBBS's TRYALLOC

@@ -4,6 +4,7 @@
  * are reused, and once everything is freed and purged the arenas coalesce completely.
  */
 #include "arena.h"
+#include "buddy.h"
 #include "testutil.h"
 
 #include <pthread.h>
@@ -148,6 +149,29 @@ static void dirty_chunks_are_reused(void)
     arena_free(c, 64 * 1024);
 }
 
+/* A buddy level marked full while a chunk of it is free (as when another thread's
+ * allocation had marked that chunk and lost its CAS during the scan that set the mark):
+ * the arenas are scanned whole before a new one is mapped, and the free chunk is found.
+ * Runs first, while one arena is mapped. */
+static void level_wrongly_marked_full_maps_no_arena(void)
+{
+    REQUIRE(arena_mapped() <= 1);
+    bool zeroed;
+    char *c = arena_alloc(64 * 1024, &zeroed);
+    REQUIRE(c && arena_mapped() == 1);
+    arena_free(c, 64 * 1024);
+    REQUIRE(arena_purge_all() >= 1); /* free inside its buddy again */
+    struct buddy *b = arena_buddy(c);
+    unsigned level = b->size_shift - 16;
+    atomic_store(&b->full_at[level], atomic_load(&b->release_count) + 1);
+    CHECK(buddy_alloc_unless_full(b, 64 * 1024) == NULL); /* the mark is trusted */
+    char *again = arena_alloc(64 * 1024, &zeroed);
+    CHECK(again && arena_buddy(again) == b && arena_mapped() == 1);
+    if (again)
+        arena_free(again, 64 * 1024);
+    arena_purge_all();
+}
+
 #define MIB ((size_t)1 << 20)
 
 /* A large block gets a run: its class's leading pieces of a chunk aligned to the chunk
@@ -231,6 +255,7 @@ static void freed_runs_are_reused_whole_and_extended(void)
 
 int main(void)
 {
+    RUN(level_wrongly_marked_full_maps_no_arena);
     RUN(dirty_chunks_are_reused);
     RUN(large_runs_hold_at_most_a_quarter_more);
     RUN(run_tails_are_reused);

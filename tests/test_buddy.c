@@ -296,7 +296,9 @@ static void run_model(const struct seq_config *c, unsigned flags, uint64_t seed)
                 size_t want = random_request(&rng, c->min_chunk, max_chunk);
                 if (r % 500 == 7)
                     want = max_chunk + 1 + (r >> 40) % max_chunk; /* too big: NULL */
-                char *p = buddy_alloc(b, want);
+                /* Half the requests trust the levels found full: in isolation a level
+                 * is marked only when it is full, and any free clears the marks. */
+                char *p = (r >> 8) % 2 ? buddy_alloc(b, want) : buddy_alloc_unless_full(b, want);
                 if (want > max_chunk) {
                     CHECK(!p);
                     continue;
@@ -421,6 +423,37 @@ static void test_scan_finds_each_node(void)
                 CHECK(buddy_free(b, all[k]));
             check_fully_coalesced(b);
         }
+        buddy_destroy(b);
+    }
+}
+
+/* A level that a scan found full is not scanned again until a release: a mark set while
+ * a chunk is free (as when another thread's allocation had marked the chunk and lost its
+ * CAS) is trusted by buddy_alloc_unless_full until then, and ignored by buddy_alloc. */
+static void test_full_mark(void)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        const size_t size = 1 << 20, chunk = 64 << 10, n = size / chunk;
+        struct buddy *b = buddy_create(NULL, size, 4096, 0, layouts[i]);
+        REQUIRE(b);
+        unsigned level = b->size_shift - 16;
+        void *all[16];
+        for (size_t k = 0; k < n; k++)
+            CHECK((all[k] = buddy_alloc_unless_full(b, chunk)) != NULL);
+        CHECK(atomic_load(&b->full_at[level]) == 0);
+        CHECK(!buddy_alloc_unless_full(b, chunk));
+        CHECK(atomic_load(&b->full_at[level]) == atomic_load(&b->release_count) + 1);
+        CHECK(buddy_free(b, all[5])); /* a release clears it */
+        CHECK(buddy_alloc_unless_full(b, chunk) == all[5]);
+        CHECK(!buddy_alloc(b, chunk)); /* buddy_alloc marks too */
+        CHECK(atomic_load(&b->full_at[level]) == atomic_load(&b->release_count) + 1);
+        CHECK(buddy_free(b, all[9]));
+        atomic_store(&b->full_at[level], atomic_load(&b->release_count) + 1); /* wrongly */
+        CHECK(!buddy_alloc_unless_full(b, chunk));
+        CHECK(buddy_alloc(b, chunk) == all[9]);
+        for (size_t k = 0; k < n; k++)
+            CHECK(buddy_free(b, all[k]));
+        check_fully_coalesced(b);
         buddy_destroy(b);
     }
 }
@@ -621,6 +654,7 @@ int main(int argc, char **argv)
     RUN(test_public_api);
     RUN(test_alloc_at);
     RUN(test_scan_finds_each_node);
+    RUN(test_full_mark);
     RUN(test_exhaustion);
     RUN(test_model_flat);
     RUN(test_model_packed);
