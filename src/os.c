@@ -238,32 +238,63 @@ bool os_decommit(void *addr, size_t size)
 }
 
 /* Set once the kernel refused process_madvise on the process itself for a reason that
- * will not change (an older kernel, a seccomp filter): from then on every range has its
- * own madvise. Relaxed: threads that raced past it only try once more each. */
+ * will not change (an older kernel): from then on every range has its own madvise.
+ * Relaxed: threads that raced past it only try once more each. */
 static _Atomic bool ranges_refused;
+
+#if OS_FAULT_INJECTION
+static _Atomic int fault_ranges_error; /* relaxed, as the other switches */
+
+void os_fault_refuse_ranges(int error)
+{
+    atomic_store_explicit(&fault_ranges_error, error, memory_order_relaxed);
+}
+#endif
+
+static long decommit_ranges_call(const struct iovec *ranges, unsigned count)
+{
+#if OS_FAULT_INJECTION
+    int error = atomic_load_explicit(&fault_ranges_error, memory_order_relaxed);
+    if (error) {
+        errno = error;
+        return -1;
+    }
+#endif
+    return platform_decommit_ranges(ranges, count);
+}
+
+/* Ranges from which the one call pays: it saves count - 1 madvise calls, each with its
+ * TLB flush (an interrupt to every other CPU that runs the process), and costs the three
+ * system calls that read the thread's seccomp mode (about 5 us). */
+#define RANGES_MIN 3
 
 void os_decommit_ranges(const struct iovec *ranges, unsigned count, bool *clean)
 {
     unsigned done = 0;
-    /* valgrind 3.19 does not know the system call: it would print a warning and refuse. */
-    if (count > 1 && !atomic_load_explicit(&ranges_refused, memory_order_relaxed) &&
-        !vgclient_running() && !os_fault()) {
-        size_t total = 0;
-        for (unsigned i = 0; i < count; i++)
-            total += ranges[i].iov_len;
-        os_count(STATS_MADVISE_CALLS, total);
+    /* valgrind 3.19 does not know the system call: it would print a warning and refuse.
+     * A seccomp filter may kill the process for it, so a filtered thread never makes it;
+     * the mode is read each time, as a filter can come at any moment. */
+    if (count >= RANGES_MIN && !atomic_load_explicit(&ranges_refused, memory_order_relaxed) &&
+        !vgclient_running()) {
         int saved_errno = errno;
-        long dropped = platform_decommit_ranges(ranges, count);
-        if (dropped < 0) {
-            if (errno == ENOSYS || errno == EINVAL || errno == EBADF || errno == EPERM)
-                atomic_store_explicit(&ranges_refused, true, memory_order_relaxed);
-            dropped = 0;
+        if (platform_thread_seccomp() == 0 && !os_fault()) {
+            size_t total = 0;
+            for (unsigned i = 0; i < count; i++)
+                total += ranges[i].iov_len;
+            os_count(STATS_MADVISE_CALLS, total);
+            long dropped = decommit_ranges_call(ranges, count);
+            if (dropped < 0) {
+                if (errno == ENOSYS || errno == EINVAL || errno == EBADF || errno == EPERM)
+                    atomic_store_explicit(&ranges_refused, true, memory_order_relaxed);
+                dropped = 0;
+            }
+            for (size_t left = (size_t)dropped; done < count && ranges[done].iov_len <= left;
+                 done++) {
+                left -= ranges[done].iov_len;
+                clean[done] = true;
+            }
         }
         errno = saved_errno; /* the ranges not dropped get their own madvise below */
-        for (size_t left = (size_t)dropped; done < count && ranges[done].iov_len <= left; done++) {
-            left -= ranges[done].iov_len;
-            clean[done] = true;
-        }
     }
     for (; done < count; done++)
         clean[done] = os_decommit(ranges[done].iov_base, ranges[done].iov_len);

@@ -46,7 +46,11 @@ bool os_decommit(void *addr, size_t size);
 
 /* os_decommit for `count` ranges, with one system call for all of them where the kernel
  * allows it (platform_decommit_ranges), else one per range. clean[i] says whether range i
- * was decommitted. errno is left as it was unless a range was refused. */
+ * was decommitted. errno is left as it was unless a range was refused. The one call is
+ * made only from a thread that no seccomp filter watches: a filter that lists the
+ * system calls a process may make (OpenSSH's, a systemd unit's SystemCallFilter=, a
+ * browser's) kills it for one that was not listed, and madvise is what such lists
+ * allow for malloc. */
 void os_decommit_ranges(const struct iovec *ranges, unsigned count, bool *clean);
 
 /* True if fewer than a quarter of the pages of [addr, addr + size) are resident (both
@@ -116,6 +120,10 @@ struct os_fault_stats {
     size_t pending;  /* refused unmaps waiting for os_retry */
 };
 void os_fault_stats(struct os_fault_stats *out);
+
+/* From now on the one call for several ranges (os_decommit_ranges) fails with `error`
+ * before reaching the kernel, as on a kernel without it; 0 lifts this. */
+void os_fault_refuse_ranges(int error);
 #endif
 
 #endif

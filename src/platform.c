@@ -59,6 +59,30 @@ long platform_decommit_ranges(const struct iovec *ranges, unsigned count)
 #endif
 }
 
+int platform_thread_seccomp(void)
+{
+    static const char key[] = "\nSeccomp:\t";
+    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[256];
+    size_t matched = 0;
+    int mode = -1;
+    long got;
+    while (mode < 0 && (got = syscall(SYS_read, (int)fd, buf, sizeof buf)) > 0)
+        for (long i = 0; i < got && mode < 0; i++) {
+            if (matched == sizeof key - 1) {
+                mode = buf[i] >= '0' && buf[i] <= '9' ? buf[i] - '0' : 9;
+                break;
+            }
+            /* The key starts with its only newline: a mismatch restarts the match at a
+             * newline, or before the key. */
+            matched = buf[i] == key[matched] ? matched + 1 : buf[i] == '\n';
+        }
+    syscall(SYS_close, (int)fd);
+    return mode;
+}
+
 bool platform_resident(const void *addr, size_t size, unsigned char *vec)
 {
     return mincore((void *)addr, size, vec) == 0;

@@ -75,6 +75,11 @@ bool platform_decommit(void *addr, size_t size);
  * seccomp filter). */
 long platform_decommit_ranges(const struct iovec *ranges, unsigned count);
 
+/* The calling thread's seccomp mode, read from /proc/thread-self/status: 0 without a
+ * filter, 1 strict, 2 filtered; -1 if it cannot be read (no /proc, no descriptor left).
+ * Raw system calls, so that no cancellation point is crossed. */
+int platform_thread_seccomp(void);
+
 /* Which pages of the range are resident (mincore): vec gets one byte per page, bit 0 set
  * for a resident one. False if the kernel refused. A page swapped out counts as not
  * resident though it holds data: only a caller that drops the pages it finds absent
