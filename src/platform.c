@@ -43,13 +43,16 @@ bool platform_decommit(void *addr, size_t size)
     return madvise(addr, size, MADV_DONTNEED) == 0;
 }
 
-/* The process itself as a pidfd (linux/pidfd.h since Linux 6.15). */
-#define PIDFD_SELF_PROCESS (-10001)
+/* The calling thread as a pidfd (linux/pidfd.h since Linux 6.15). Not the process
+ * (PIDFD_SELF_THREAD_GROUP): that names the thread-group leader, and once the main thread
+ * has called pthread_exit the kernel answers ESRCH for it; the thread's memory is the
+ * process's all the same. */
+#define PIDFD_SELF_THREAD (-10000)
 
 long platform_decommit_ranges(const struct iovec *ranges, unsigned count)
 {
 #ifdef SYS_process_madvise
-    return syscall(SYS_process_madvise, PIDFD_SELF_PROCESS, ranges, (size_t)count, MADV_DONTNEED,
+    return syscall(SYS_process_madvise, PIDFD_SELF_THREAD, ranges, (size_t)count, MADV_DONTNEED,
                    0U);
 #else
     (void)ranges;

@@ -67,7 +67,7 @@ bool platform_unmap(void *addr, size_t size);
 bool platform_decommit(void *addr, size_t size);
 
 /* Lets the kernel drop the pages of `count` ranges in one system call: process_madvise
- * with MADV_DONTNEED on the calling process (PIDFD_SELF_THREAD_GROUP), which Linux 6.13
+ * with MADV_DONTNEED on the calling thread's memory (PIDFD_SELF_THREAD), which Linux 6.13
  * allows and 6.15 names without a descriptor. The kernel then flushes the TLB once for
  * all the ranges, where madvise flushes it once per range: on every other CPU that runs
  * the process, by an interrupt. Returns the bytes dropped, range after range from the

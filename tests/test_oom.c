@@ -36,6 +36,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -943,6 +944,54 @@ static void decommit_ranges_fall_back(void)
     CHECK(in_child(decommit_ranges_fall_back_ebadf_body) == 0);
 }
 
+/* True once the main thread of this process has exited (its state reads Z). */
+static bool main_thread_gone(void)
+{
+    char path[64], stat[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)getpid());
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true; /* reaped already */
+    size_t got = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[got] = 0;
+    const char *close_paren = strrchr(stat, ')');
+    return close_paren && close_paren[1] == ' ' && close_paren[2] == 'Z';
+}
+
+/* After the main thread's pthread_exit, the other threads still decommit in one call
+ * (the kernel refuses the call for the process once its first thread is gone, but not
+ * for the calling thread). The thread ends the child with its own status. */
+static void *decommit_after_main_exit(void *arg)
+{
+    (void)arg;
+    /* No time limit: the main thread exits at its own pace. */
+    while (!main_thread_gone())
+        usleep(1000);
+    bool one_call = platform_thread_seccomp() == 0 && kernel_decommits_ranges();
+    if (!one_call)
+        printf("  note: no process_madvise on the calling thread here: checking the fallback\n");
+    CHECK(decommit_four_ranges(true) == (one_call ? 1 : 4));
+    purged_runs_read_as_zeros();
+    fflush(stdout);
+    fflush(stderr);
+    _exit(test_failures ? 1 : 0);
+}
+
+static void decommit_ranges_after_main_exit_body(void)
+{
+    if (platform_thread_seccomp() == 0 && !kernel_decommits_ranges())
+        decommit_four_ranges(true); /* a kernel without the call: the refusal is remembered */
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, decommit_after_main_exit, NULL) == 0);
+    pthread_exit(NULL);
+}
+
+static void decommit_ranges_after_main_exit(void)
+{
+    CHECK(in_child(decommit_ranges_after_main_exit_body) == 0);
+}
+
 /* The child's exit status when seccomp is not available: the check is skipped. */
 #define NO_SECCOMP 77
 
@@ -1093,6 +1142,7 @@ int main(int argc, char **argv)
     RUN(decommit_ranges_in_one_call);
     RUN(decommit_ranges_fall_back);
     RUN(filtered_thread_never_batches);
+    RUN(decommit_ranges_after_main_exit);
     RUN(decommits_refused_keep_runs_dirty);
     RUN(descriptor_chunk_failure_loses_nothing);
     RUN(trim_returns_orphaned_caches);
