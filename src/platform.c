@@ -73,7 +73,7 @@ int platform_thread_seccomp(void)
     int mode = -1;
     long got;
     while (mode < 0 && (got = syscall(SYS_read, (int)fd, buf, sizeof buf)) > 0)
-        for (long i = 0; i < got && mode < 0; i++) {
+        for (long i = 0; i < got; i++) {
             if (matched == sizeof key - 1) {
                 mode = buf[i] >= '0' && buf[i] <= '9' ? buf[i] - '0' : 9;
                 break;

@@ -888,6 +888,14 @@ static void purged_runs_read_as_zeros(void)
         lfh_free(run[i]);
 }
 
+/* purged_runs_read_as_zeros, then everything back with the kernel. */
+static void purged_runs_go_back(void)
+{
+    purged_runs_read_as_zeros();
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
 /* Where the kernel allows it, the four ranges take one call; else one each, after the
  * one refused attempt. */
 static void decommit_ranges_in_one_call_body(void)
@@ -905,9 +913,7 @@ static void decommit_ranges_in_one_call_body(void)
         CHECK(decommit_four_ranges(true) == (one_call ? 1 : 5));
         CHECK(decommit_four_ranges(true) == (one_call ? 1 : 4));
     }
-    purged_runs_read_as_zeros();
-    lfh_malloc_trim(0);
-    CHECK(memory_is_back());
+    purged_runs_go_back();
 }
 
 static void decommit_ranges_in_one_call(void)
@@ -923,9 +929,7 @@ static void decommit_ranges_fall_back_body(int error)
     os_fault_refuse_ranges(error);
     CHECK(decommit_four_ranges(true) == 5); /* the refused attempt, then one per range */
     CHECK(decommit_four_ranges(true) == 4); /* the refusal is remembered */
-    purged_runs_read_as_zeros();
-    lfh_malloc_trim(0);
-    CHECK(memory_is_back());
+    purged_runs_go_back();
 }
 
 static void decommit_ranges_fall_back_enosys_body(void)
@@ -1010,9 +1014,7 @@ static void filtered_thread_never_batches_body(void)
     if (!filter_system_calls(0))
         _exit(NO_SECCOMP);
     CHECK(decommit_four_ranges(true) == 4);
-    purged_runs_read_as_zeros();
-    lfh_malloc_trim(0);
-    CHECK(memory_is_back());
+    purged_runs_go_back();
 }
 
 static void filtered_thread_never_batches(void)
