@@ -2,7 +2,8 @@
 """What the statistics and debug builds cost: runs benchmark workloads with the release
 library and with variant libraries preloaded, interleaved in every repetition (rotating
 order), and prints each workload's median time per library and its ratio to the
-release build's median from the same run. Tests check correctness; this only measures.
+release build's median from the same run, then the same for the peak resident size.
+Tests check correctness; this only measures.
 
     bench/variants.py                                  # stats-debug vs release, defaults
     bench/variants.py --libs build/liblfheap-stats.so,build/liblfheap-stats-debug.so
@@ -10,7 +11,7 @@ release build's median from the same run. Tests check correctness; this only mea
 
 Workload parameters are run.py's "quick" profile. larson reports Mops/s; its ratio is
 inverted (release throughput / variant throughput) so that every ratio reads as "time
-relative to release". The last line is the geometric mean of the ratios.
+relative to release". The last line of each table is the geometric mean of the ratios.
 """
 
 import argparse
@@ -39,6 +40,7 @@ def main():
     knobs = run.PROFILES["quick"]["knobs"]
     cells = [(w, int(t)) for w in args.workloads.split(",") for t in args.threads.split(",")]
     values = {(c, lib): [] for c in cells for lib in libs}
+    rss = {(c, lib): [] for c in cells for lib in libs}
     for rep in range(args.runs):
         for c in cells:
             workload, threads = c
@@ -52,7 +54,17 @@ def main():
                     sys.exit("%s with %s: %s" % (workload, lib, res["status"]))
                 metric = run.METRIC[workload]
                 values[(c, lib)].append(float(res["fields"][metric]))
-    print("| workload | threads | " + " | ".join(names) + " |")
+                rss[(c, lib)].append(float(res["fields"]["peak_rss_kib"]) / 1024)
+    table(cells, libs, names, values, "", lambda c, base, med:
+          base / med if run.METRIC[c[0]] == "mops" else med / base)
+    print()
+    table(cells, libs, names, rss, "peak RSS MiB, ", lambda c, base, med: med / base)
+
+
+def table(cells, libs, names, values, what, ratio_of):
+    """One Markdown table: each cell's median per library, with its ratio to the
+    release build's median in brackets, and the geometric mean of the ratios."""
+    print("| workload | threads | " + " | ".join(what + n for n in names) + " |")
     print("|---|---:|" + "---:|" * len(libs))
     logs = {lib: [] for lib in libs[1:]}
     for c in cells:
@@ -61,13 +73,12 @@ def main():
         row = ["%.3g" % base]
         for lib in libs[1:]:
             med = statistics.median(values[(c, lib)])
-            ratio = base / med if run.METRIC[workload] == "mops" else med / base
+            ratio = ratio_of(c, base, med)
             logs[lib].append(math.log(ratio))
             row.append("%.3g (%.2f)" % (med, ratio))
         print("| %s | %d | %s |" % (workload, threads, " | ".join(row)))
     print("| geometric mean | | 1 | " +
           " | ".join("%.2f" % math.exp(sum(v) / len(v)) for v in logs.values()) + " |")
-
 
 if __name__ == "__main__":
     main()
