@@ -16,8 +16,14 @@ WARN    := -Wall -Wextra -Werror
 CSTD    := -std=gnu11 -D_GNU_SOURCE
 # -Wundef: the build switches are 0/1 values from src/config.h, tested with #if, so a
 # switch tested where config.h is not included (or misspelt) is an error, not a silent 0.
+# -fno-plt: lfheap's calls into libc go through the GOT, which the dynamic linker fills
+# at load time, also in a program linked with liblfheap.a and lazy binding. Through the
+# PLT, the first call of a libc function resolved it there and then, and glibc's
+# resolver saves the CPU's whole extended state on the stack (about 11 KiB with AMX): a
+# handler on an 8 KiB alternate stack whose call was the first to decommit a batch of
+# runs overflowed it (allocating_handlers_fit_sigstksz in tests/test_signals.c).
 LIBFLAGS := $(CSTD) $(WARN) -Wundef -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-            -fno-semantic-interposition -fno-stack-protector -fno-math-errno -Iinclude -Isrc
+            -fno-semantic-interposition -fno-stack-protector -fno-math-errno -fno-plt -Iinclude -Isrc
 # src/park.c holds the hook of the test-only parking points (src/park.h): only the
 # parking variants of mk/park.mk compile it.
 LIB_SRC := $(filter-out src/park.c,$(wildcard src/*.c)) $(wildcard src/*.S)

@@ -26,8 +26,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1018,6 +1020,169 @@ static void handlers_fit_the_minimum_alternate_stack(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* ---- allocating handlers on the classic SIGSTKSZ ------------------------------------ */
+
+/* The classic constant SIGSTKSZ: what programs size alternate stacks by (glibc makes the
+ * macro a sysconf call under _GNU_SOURCE, which this file defines). */
+#define CLASSIC_SIGSTKSZ 8192
+#define STKSZ_SLOTS      256
+#define STKSZ_FILL       0xA5
+/* Signals every child must handle before it stops. */
+#define STKSZ_SIGNALS 2000
+
+struct stksz_shared {
+    _Atomic unsigned long handled, errors;
+    unsigned long inside;
+    size_t deepest;
+};
+static struct stksz_shared *stksz;
+static unsigned char *stksz_stack;
+static void *stksz_held[STKSZ_SLOTS];
+static size_t stksz_size[STKSZ_SLOTS];
+
+static uint64_t stksz_tag(unsigned slot, size_t size)
+{
+    return ((uint64_t)slot << 32 | size) ^ 0x5a5aa5a5c3c33c3cULL;
+}
+
+static void stksz_drop(unsigned slot)
+{
+    unsigned char *p = stksz_held[slot];
+    if (!p)
+        return;
+    uint64_t head;
+    memcpy(&head, p, sizeof head);
+    if (head != stksz_tag(slot, stksz_size[slot]) ||
+        p[stksz_size[slot] - 1] != (unsigned char)(slot ^ stksz_size[slot]))
+        atomic_fetch_add(&stksz->errors, 1);
+    free(p);
+    stksz_held[slot] = NULL;
+}
+
+/* Bursts of frees and allocations of 16 B to 3 KB (cache overflows, fills, superblocks
+ * emptied), every 16th signal everything freed, every 32nd a large block: the deepest
+ * paths a handler's call can take, flushes and purges included. Then it records how
+ * deep the stack was ever written (the fill left untouched below) and fills the part
+ * below its own frame again for the next one. */
+static void stksz_handler(int sig)
+{
+    (void)sig;
+    unsigned long n = atomic_fetch_add(&stksz->handled, 1) + 1;
+    unsigned r = (unsigned)n * 2654435761u;
+    for (unsigned i = 0; i < 32; i++) {
+        unsigned slot = (r + i * 7) % STKSZ_SLOTS;
+        stksz_drop(slot);
+        size_t size = 16 + ((r >> 8) + i * 37) % 3000;
+        unsigned char *p = malloc(size);
+        if (!p) {
+            atomic_fetch_add(&stksz->errors, 1);
+            continue;
+        }
+        uint64_t head = stksz_tag(slot, size);
+        memcpy(p, &head, sizeof head);
+        p[size - 1] = (unsigned char)(slot ^ size);
+        stksz_held[slot] = p;
+        stksz_size[slot] = size;
+    }
+    if (n % 16 == 0)
+        for (unsigned slot = 0; slot < STKSZ_SLOTS; slot++)
+            stksz_drop(slot);
+    if (n % 32 == 0) {
+        char *big = malloc(200 << 10);
+        if (!big)
+            atomic_fetch_add(&stksz->errors, 1);
+        else
+            big[(200 << 10) - 1] = 1;
+        free(big);
+    }
+    size_t untouched = 0;
+    while (untouched < CLASSIC_SIGSTKSZ && stksz_stack[untouched] == STKSZ_FILL)
+        untouched++;
+    if (CLASSIC_SIGSTKSZ - untouched > stksz->deepest)
+        stksz->deepest = CLASSIC_SIGSTKSZ - untouched;
+    volatile char here = 0;
+    size_t below = (size_t)((uintptr_t)&here - (uintptr_t)stksz_stack);
+    if (below > 512 && below <= CLASSIC_SIGSTKSZ)
+        memset(stksz_stack, STKSZ_FILL, below - 512);
+}
+
+/* The guarantee that SIGSTKSZ suffices for a handler that allocates: its stack has a guard
+ * page below it, so a path of lfheap's too deep for it kills the child. The child's own
+ * loop allocates and frees all along, so that most signals land inside lfheap and the
+ * handler runs with the cache hidden; the suite runs this variant once more with a purge
+ * delay of 0, so that the handlers' calls purge too. Not under valgrind, whose signal
+ * frames are its own. */
+static void allocating_handlers_fit_sigstksz(void)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    stksz = mmap(NULL, sizeof *stksz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(stksz != MAP_FAILED);
+    memset(stksz, 0, sizeof *stksz);
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char *base = mmap(NULL, page + CLASSIC_SIGSTKSZ, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED || mprotect(base, page, PROT_NONE) != 0)
+            _exit(2);
+        stksz_stack = (unsigned char *)base + page;
+        memset(stksz_stack, STKSZ_FILL, CLASSIC_SIGSTKSZ);
+        stack_t ss = {.ss_sp = stksz_stack, .ss_size = CLASSIC_SIGSTKSZ, .ss_flags = 0};
+        if (sigaltstack(&ss, NULL) != 0)
+            _exit(3);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = stksz_handler;
+        sa.sa_flags = SA_ONSTACK | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGALRM, &sa, NULL) != 0)
+            _exit(4);
+        struct lfh_signal_counters before = counters();
+        struct itimerval every = {{0, 200}, {0, 200}};
+        if (setitimer(ITIMER_REAL, &every, NULL) != 0)
+            _exit(5);
+        void *blocks[2000];
+        unsigned x = 1;
+        while (atomic_load(&stksz->handled) < STKSZ_SIGNALS) {
+            for (unsigned i = 0; i < 2000; i++) {
+                x = x * 1103515245u + 12345u;
+                blocks[i] = malloc(16 + (x >> 16) % 2000);
+                if (!blocks[i])
+                    _exit(6);
+                *(char *)blocks[i] = 1;
+            }
+            for (unsigned i = 0; i < 2000; i++)
+                free(blocks[i]);
+            char *big = malloc((size_t)(1 + x % 4) << 20);
+            if (!big)
+                _exit(7);
+            big[0] = 1;
+            free(big);
+        }
+        struct itimerval off = {{0, 0}, {0, 0}};
+        setitimer(ITIMER_REAL, &off, NULL);
+        struct lfh_signal_counters after = counters();
+        stksz->inside = (unsigned long)(after.in_code + after.in_slow_path - before.in_code -
+                                        before.in_slow_path);
+        for (unsigned slot = 0; slot < STKSZ_SLOTS; slot++)
+            stksz_drop(slot);
+        _exit(0);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    printf("# handlers on an alternate stack of %d bytes: %s %d, %lu signals (%lu inside "
+           "lfheap), deepest write %zu bytes from the top\n",
+           CLASSIC_SIGSTKSZ, WIFSIGNALED(status) ? "child killed by signal" : "child exit status",
+           WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+           (unsigned long)atomic_load(&stksz->handled), stksz->inside, stksz->deepest);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CHECK(atomic_load(&stksz->handled) >= STKSZ_SIGNALS);
+    CHECK(atomic_load(&stksz->errors) == 0);
+    CHECK(stksz->inside > 0);
+    munmap(stksz, sizeof *stksz);
+}
+
 static void killed_threads_leave_the_process_working(void)
 {
     /* pthread_exit unwinds through the signal frame with libgcc_s, which glibc loads on
@@ -1188,8 +1353,10 @@ int main(int argc, char **argv)
     RUN_SELECTED(signals_interrupting_nested_handlers);
     RUN_SELECTED(signals_interrupting_remote_frees);
     RUN_SELECTED(killed_threads_leave_the_process_working);
-    if (!RUNNING_ON_VALGRIND)
+    if (!RUNNING_ON_VALGRIND) {
         RUN_SELECTED(handlers_fit_the_minimum_alternate_stack);
+        RUN_SELECTED(allocating_handlers_fit_sigstksz);
+    }
     struct lfh_signal_counters c = counters();
     printf("  lfheap's counters: %llu signals through its wrapper, %llu in its code, %llu in "
            "a slow path elsewhere\n",

@@ -27,6 +27,12 @@ else
     run signals-preloaded env LD_PRELOAD="$lib" build/t-plain/test_signals 20000 60
     run signals-linked build/t-linked/test_signals 10000 30
 fi
+# Handlers on an 8 KiB alternate stack whose calls also purge: with a purge delay of 0,
+# every slow path returns freed runs to the kernel.
+run signals-sigstksz-purging env LFHEAP_PURGE_MS=0 LD_PRELOAD="$lib" build/t-plain/test_signals \
+    20000 60 allocating_handlers_fit_sigstksz
+run signals-sigstksz-purging-linked env LFHEAP_PURGE_MS=0 build/t-linked/test_signals 20000 60 \
+    allocating_handlers_fit_sigstksz
 # glibc: for contrast only (the program prints an INFO line and exits 0). TEST_ON_GLIBC
 # tells the program that it is meant to run without lfheap (tests/testutil.h).
 TEST_ON_GLIBC=1 timeout 60 build/t-plain/test_signals 20000 ||
