@@ -110,15 +110,32 @@ static inline void run_handler(uint64_t action, int sig, siginfo_t *info, void *
     tcache_in_handler = depth;
 }
 
-/* The same with the thread's cache hidden from the handler: the signal interrupted
- * lfheap. Out of line, so that the save of the bins (1.3 KiB) takes stack only then, not
- * from every handler: a small alternate signal stack is the program's to size. */
-static LFH_NOINLINE void run_hidden(uint64_t action, int sig, siginfo_t *info, void *context)
+/* A signal that interrupted lfheap while a hiding is in progress on this thread (a handler
+ * running with the cache hidden, or a hide or unhide under way): its hiding nests and
+ * saves the bins in this frame (1.3 KiB). Out of line, so that only such signals take that
+ * stack. */
+static LFH_NOINLINE void run_hidden_nested(uint64_t action, int sig, siginfo_t *info, void *context)
 {
     struct tcache_hidden frame;
     tcache_hide(&frame);
     run_handler(action, sig, info, context);
     tcache_unhide(&frame);
+}
+
+/* The same with the thread's cache hidden from the handler: the signal interrupted
+ * lfheap. The outermost hiding saves into the thread's own area, so a handler that
+ * allocates on a small alternate stack keeps that stack for lfheap's own paths: with the
+ * save in this frame, 8 KiB barely held them (allocating_handlers_fit_sigstksz in
+ * tests/test_signals.c). Out of line, as every other handler needs none of this. */
+static LFH_NOINLINE void run_hidden(uint64_t action, int sig, siginfo_t *info, void *context)
+{
+    if (!tcache_hide_outermost()) {
+        run_hidden_nested(action, sig, info, context);
+        return;
+    }
+    tcache_hide(NULL);
+    run_handler(action, sig, info, context);
+    tcache_unhide(NULL);
 }
 
 static void sigwrap_handler(int sig, siginfo_t *info, void *context)

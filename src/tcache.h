@@ -293,18 +293,23 @@ struct tcache_hidden {
     uint64_t id;
     void *head[HEAP_CLASSES];
     char *bump_end[HEAP_CLASSES];
-    bool outermost; /* saved in the thread's own area, not here */
 };
 
 /* Hides the calling thread's cache from a signal handler that interrupted lfheap: saves
  * the bins' lists, bump ends and the id, then makes every bin look empty and the id own
  * nothing, so that the handler's mallocs and frees all go to the slow paths, which serve
  * them from the heap one block at a time. The outermost hiding of a thread saves into a
- * thread-local area (thread exit finds it there if the handler never returns); nested
- * ones into `frame`, on the caller's stack. Each call restores exactly what it saw, so a
- * signal that interrupts a hide or an unhide is harmless. No call out of lfheap. */
-void tcache_hide(struct tcache_hidden *frame);
-void tcache_unhide(const struct tcache_hidden *frame);
+ * thread-local area (thread exit finds it there if the handler never returns) and takes
+ * `nested` NULL; nested ones save into `nested`, on the caller's stack, so that only they
+ * take that stack. Each call restores exactly what it saw, so a signal that interrupts a
+ * hide or an unhide is harmless. No call out of lfheap. */
+void tcache_hide(struct tcache_hidden *nested);
+void tcache_unhide(const struct tcache_hidden *nested);
+
+/* True if no hiding is in progress on this thread: the next one is the outermost. A
+ * signal between this call and tcache_hide either completes a hiding of its own, leaving
+ * the depth as it found it, or never comes back to this call. */
+bool tcache_hide_outermost(void);
 
 /* Caches that thread exit found hidden (their handler never returned: pthread_exit or
  * siglongjmp out of it). `reclaimed` ones had been interrupted outside every slow path,

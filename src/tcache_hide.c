@@ -40,22 +40,27 @@ static _Atomic uint64_t lost_reclaimed, lost_abandoned, lost_blocks, lost_bytes;
 
 /* The fences below are signal fences: everything here races only with signal handlers on
  * the same thread, which see memory as of the instruction they interrupted. */
-void tcache_hide(struct tcache_hidden *frame)
+bool tcache_hide_outermost(void)
+{
+    return hide_depth == 0;
+}
+
+void tcache_hide(struct tcache_hidden *nested)
 {
     struct tcache *tc = &tcache_self;
     unsigned depth = hide_depth;
+    LFH_INVARIANT("only a nested hiding saves into a frame", (depth == 0) == (nested == NULL));
     hide_depth = depth + 1;
     /* From here on, a signal that interrupts this hiding nests and saves in its own frame
      * whatever it finds; before, it completes a whole outermost hiding of its own. */
     atomic_signal_fence(memory_order_seq_cst);
-    struct tcache_hidden *save = depth == 0 ? &hidden_outer : frame;
-    frame->outermost = depth == 0;
+    struct tcache_hidden *save = nested ? nested : &hidden_outer;
     save->id = tc->id;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         save->head[cls] = tc->bins[cls].head;
         save->bump_end[cls] = tc->bins[cls].bump_end;
     }
-    if (depth == 0) {
+    if (!nested) {
         hidden_busy = tcache_busy;
         atomic_signal_fence(memory_order_seq_cst);
         hidden_complete = true;
@@ -79,15 +84,14 @@ static void restore_bins(struct tcache *tc, const struct tcache_hidden *save)
     tc->id = save->id;
 }
 
-void tcache_unhide(const struct tcache_hidden *frame)
+void tcache_unhide(const struct tcache_hidden *nested)
 {
     struct tcache *tc = &tcache_self;
-    const struct tcache_hidden *save = frame->outermost ? &hidden_outer : frame;
-    if (frame->outermost) {
+    if (!nested) {
         hidden_complete = false;
         atomic_signal_fence(memory_order_seq_cst);
     }
-    restore_bins(tc, save);
+    restore_bins(tc, nested ? nested : &hidden_outer);
     atomic_signal_fence(memory_order_seq_cst);
     hide_depth--;
 }

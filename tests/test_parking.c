@@ -91,7 +91,7 @@ static _Atomic unsigned deaths;
 static _Noreturn void die_in_handler(void)
 {
     struct tcache_hidden frame;
-    tcache_hide(&frame);
+    tcache_hide(tcache_hide_outermost() ? NULL : &frame);
     atomic_fetch_add(&deaths, 1);
     pthread_exit(NULL);
 }

@@ -76,13 +76,14 @@ static void *uncached(void *arg)
 {
     (void)arg;
     struct tcache_hidden frame;
-    tcache_hide(&frame); /* as lfheap's signal wrapper does for a handler */
+    struct tcache_hidden *nested = tcache_hide_outermost() ? NULL : &frame;
+    tcache_hide(nested); /* as lfheap's signal wrapper does for a handler */
     lfh_free(held[0]);   /* the superblock goes on a partial stack */
     lfh_free(held[1]);   /* two free blocks: one to hand out, one to give back */
     stop_at_give_back = true;
     void *taken = lfh_malloc(BLOCK);
     stop_at_give_back = false;
-    tcache_unhide(&frame);
+    tcache_unhide(nested);
     CHECK(atomic_load(&stopped));
     CHECK(taken == held[1]); /* it took that superblock's free blocks */
     return taken;
