@@ -1162,6 +1162,11 @@ static void allocating_handlers_fit_sigstksz(void)
         }
         struct itimerval off = {{0, 0}, {0, 0}};
         setitimer(ITIMER_REAL, &off, NULL);
+        /* A signal already pending would run the handler over the slots freed below. */
+        sigset_t alarm;
+        sigemptyset(&alarm);
+        sigaddset(&alarm, SIGALRM);
+        sigprocmask(SIG_BLOCK, &alarm, NULL);
         struct lfh_signal_counters after = counters();
         stksz->inside = (unsigned long)(after.in_code + after.in_slow_path - before.in_code -
                                         before.in_slow_path);
