@@ -80,5 +80,6 @@ def table(cells, libs, names, values, what, ratio_of):
     print("| geometric mean | | 1 | " +
           " | ".join("%.2f" % math.exp(sum(v) / len(v)) for v in logs.values()) + " |")
 
+
 if __name__ == "__main__":
     main()

@@ -975,6 +975,24 @@ static void note_small_stack(int sig)
  * glibc's macro of that name is a sysconf call under _GNU_SOURCE). */
 #define KERNEL_MINSIGSTKSZ 2048
 
+/* In a forked child: installs an alternate signal stack of the top `bytes` bytes of a
+ * fresh mapping whose pages below them are unmapped guard (a page at least), so that an
+ * overflow kills the child instead of writing past it; returns the stack's lowest byte.
+ * Exits the child (status 2 or 3) if that cannot be done. */
+static unsigned char *guarded_altstack(size_t bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t size = (bytes + page - 1) / page * page;
+    char *base =
+        mmap(NULL, page + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED || mprotect(base, page, PROT_NONE) != 0)
+        _exit(2);
+    stack_t ss = {.ss_sp = base + page + size - bytes, .ss_size = bytes, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) != 0)
+        _exit(3);
+    return (unsigned char *)ss.ss_sp;
+}
+
 /* A handler that does not allocate, for a signal that did not interrupt lfheap, runs on an
  * alternate stack of the size the C library names as the minimum (sysconf
  * _SC_MINSIGSTKSZ, or the kernel's floor where that is larger, as sigaltstack refuses
@@ -986,22 +1004,11 @@ static void handlers_fit_the_minimum_alternate_stack(void)
     long minimum = sysconf(_SC_MINSIGSTKSZ);
     if (minimum < KERNEL_MINSIGSTKSZ)
         minimum = KERNEL_MINSIGSTKSZ;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    size_t size = ((size_t)minimum + page - 1) / page * page;
     fflush(stdout);
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        char *base =
-            mmap(NULL, page + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (base == MAP_FAILED || mprotect(base, page, PROT_NONE) != 0)
-            _exit(2);
-        /* The top `minimum` bytes of the mapping: the guard page right below them. */
-        stack_t ss = {.ss_sp = base + page + size - (size_t)minimum,
-                      .ss_size = (size_t)minimum,
-                      .ss_flags = 0};
-        if (sigaltstack(&ss, NULL) != 0)
-            _exit(3);
+        guarded_altstack((size_t)minimum);
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = note_small_stack;
@@ -1114,7 +1121,6 @@ static void stksz_handler(int sig)
  * frames are its own. */
 static void allocating_handlers_fit_sigstksz(void)
 {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
     stksz = mmap(NULL, sizeof *stksz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     REQUIRE(stksz != MAP_FAILED);
     memset(stksz, 0, sizeof *stksz);
@@ -1122,15 +1128,8 @@ static void allocating_handlers_fit_sigstksz(void)
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-        char *base = mmap(NULL, page + CLASSIC_SIGSTKSZ, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (base == MAP_FAILED || mprotect(base, page, PROT_NONE) != 0)
-            _exit(2);
-        stksz_stack = (unsigned char *)base + page;
+        stksz_stack = guarded_altstack(CLASSIC_SIGSTKSZ);
         memset(stksz_stack, STKSZ_FILL, CLASSIC_SIGSTKSZ);
-        stack_t ss = {.ss_sp = stksz_stack, .ss_size = CLASSIC_SIGSTKSZ, .ss_flags = 0};
-        if (sigaltstack(&ss, NULL) != 0)
-            _exit(3);
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
         sa.sa_handler = stksz_handler;
