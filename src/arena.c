@@ -995,12 +995,14 @@ static char *dirty_extended(unsigned cls)
  * losing: the program's blocks have moved to other classes, and the resident size grows
  * by every fresh run while the dirty ones wait out their delay (sqlite3 building an
  * index: 16 MiB of its 62 MiB peak). Then the runs that waited DIRTY_PRESSURE_SHARE of
- * the delay (8 ms of the default 250) go back at once, through the same CAS on the last
+ * the delay (16 ms of the default 250) go back at once, through the same CAS on the last
  * purge time as the slow paths' purge, so at most one walk of the stacks per that time.
- * A share of an eighth of the delay left sqlite3 at 54 MiB; docs/BENCHMARKS.md has the
- * measurements. Relaxed loads: a glance, as in mostly_dirty. */
+ * A share of an eighth of the delay left sqlite3 at 54 MiB. A thirty-second gave back,
+ * on a busy machine, the buffer that sqlite3's next sort was about to reuse (its peak
+ * 56-59 MiB in 18 of 25 runs beside three busy loops, against 1 of 25 with a sixteenth);
+ * docs/BENCHMARKS.md has the measurements. Relaxed loads: a glance, as in mostly_dirty. */
 #define DIRTY_PRESSURE_MIN   ((size_t)4 << 20)
-#define DIRTY_PRESSURE_SHARE 32 /* the delay's share that runs wait under pressure: 1/32 */
+#define DIRTY_PRESSURE_SHARE 16 /* the delay's share that runs wait under pressure: 1/16 */
 static void purge_if_pressed(uint32_t now)
 {
     size_t dirty = dirty_bytes();

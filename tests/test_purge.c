@@ -9,10 +9,10 @@
  * memory than live memory, the exit gives it back at once, and the resident size right
  * after the joins is back near the start.
  *
- * `test_purge shift` (run with a purge delay of 3.2 s, whose 1/32 is 100 ms): a program
+ * `test_purge shift` (run with a purge delay of 3.2 s, whose 1/16 is 200 ms): a program
  * frees 24 MiB of blocks of one size and then allocates 24 MiB of a size the freed runs
  * cannot serve, with room left in its arena so that nothing else purges; the freed runs
- * that waited 100 ms go back before the new blocks fault their pages in, so the
+ * that waited 200 ms go back before the new blocks fault their pages in, so the
  * resident size does not hold both (arena.c, purge_if_pressed).
  *
  * `test_purge rebuild` (run with a purge delay of 1 s): a pool of two threads, each of
@@ -221,8 +221,8 @@ static void rss_stays_flat_when_sizes_shift(void)
     CHECK(peak - start > 22 * 1024);
     for (size_t i = 0; i < small; i++)
         free(shift_blocks[i]);
-    /* The freed runs wait a thirty-second of the delay: 100 ms. */
-    usleep(150 * 1000);
+    /* The freed runs wait a sixteenth of the delay: 200 ms. */
+    usleep(250 * 1000);
     for (size_t i = 0; i < large; i++) {
         shift_blocks[i] = malloc(SHIFT_LARGE);
         REQUIRE(shift_blocks[i]);
