@@ -419,9 +419,28 @@ static inline size_t kept_bytes(const struct descriptor *desc, size_t request, b
     return DEBUG_ENABLED ? debug_usable(request) : usable_size(desc);
 }
 
+/* The bytes of a zero-filled block that moved to `fresh` (`size` bytes requested) from
+ * `copied` on: its whole usable size, as calloc clears it. The fresh block may be one
+ * another block left, whose bytes past the request would otherwise show through the
+ * usable tail (calloc(100) then realloc to 3000 showed 72 of them). A large block's tail
+ * goes as calloc's does (heap_large_zero_tail: whole pages given back rather than
+ * written, so a fresh run's pages are not faulted in for it); the debug build's usable
+ * size is the request. */
+static void zero_moved_tail(void *fresh, size_t copied, size_t size)
+{
+    struct descriptor *desc = pagemap_desc_or_foreign(fresh);
+    if (!DEBUG_ENABLED && desc->class_index == HEAP_CLASS_LARGE) {
+        heap_large_zero_tail(desc, copied);
+        return;
+    }
+    size_t end = DEBUG_ENABLED ? size : usable_size(desc);
+    if (end > copied)
+        memset((char *)fresh + copied, 0, end - copied);
+}
+
 /* The end of a realloc that moves: the old block's first `kept` bytes (kept_bytes; at
- * most `size`) into fresh, the rest of its `size` bytes zeroed if the block is
- * zero-filled, and the old block (ptr, desc) freed. */
+ * most `size`) into fresh, the rest of its usable size zeroed if the block is
+ * zero-filled (zero_moved_tail), and the old block (ptr, desc) freed. */
 static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size_t kept,
                            size_t size, bool zero_fill)
 {
@@ -431,8 +450,8 @@ static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size
      * everywhere, it cost each moving realloc about 15 instructions that do nothing. */
     if (copied >= 2 * sizeof(void *) && LFH_UNLIKELY(tcache_uncached()))
         vgclient_copied_mark(fresh);
-    if (zero_fill && size > copied)
-        memset((char *)fresh + copied, 0, size - copied);
+    if (zero_fill)
+        zero_moved_tail(fresh, copied, size);
     api_free_known_block(ptr, desc);
     return fresh;
 }

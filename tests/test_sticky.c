@@ -175,6 +175,48 @@ static void zero_fill_growth(void)
     lfh_free(r);
 }
 
+/* A zero-filled block that moves reads as zeros over its whole usable size past the
+ * bytes it kept, as calloc clears it, also when the block it moves to is one another
+ * block left filled: the bytes past the new request once showed the old tenant's (72
+ * bytes of them after calloc(100) and realloc to 3000). Small, large, and through
+ * aligned_realloc; the blocks of the target size are filled and freed first, so that the
+ * move reuses them. */
+static unsigned char *moved_from_calloc(size_t from, size_t to, size_t align)
+{
+    enum { TENANTS = 64 };
+    static unsigned char *tenant[TENANTS];
+    size_t tenants = to < (64u << 10) ? TENANTS : 1;
+    for (size_t i = 0; i < tenants; i++) {
+        tenant[i] = lfh_malloc(to);
+        REQUIRE(tenant[i]);
+        memset(tenant[i], 0x5A, lfh_malloc_usable_size(tenant[i]));
+    }
+    for (size_t i = 0; i < tenants; i++)
+        lfh_free(tenant[i]);
+    unsigned char *p = lfh_calloc(1, from);
+    REQUIRE(p);
+    memset(p, 0x11, from);
+    unsigned char *q = align ? lfh_aligned_realloc(p, align, to) : lfh_realloc(p, to);
+    REQUIRE(q);
+    CHECK(lfh_malloc_zero_fill(q) && lfh_malloc_size(q) == to);
+    CHECK(all_bytes(q, 0, from, 0x11));
+    return q;
+}
+
+static void moved_zero_fill_is_zero_to_the_usable_end(void)
+{
+    static const size_t cases[][3] = {
+        {100, 3000, 0}, {40, 200, 0}, {2000, 20000, 0}, {100000, 600000, 0}, {50000, 600000, 64},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        unsigned char *q = moved_from_calloc(cases[i][0], cases[i][1], cases[i][2]);
+        size_t usable = lfh_malloc_usable_size(q);
+        CHECK(usable >= cases[i][1]);
+        CHECK(all_bytes(q, cases[i][0], usable, 0));
+        lfh_free(q);
+    }
+}
+
 static void alignment_survives_realloc(void)
 {
     static const size_t aligns[] = {32, 256, 4096, 65536};
@@ -579,6 +621,7 @@ int main(void)
     RUN(array_routines);
     RUN(queries);
     RUN(zero_fill_growth);
+    RUN(moved_zero_fill_is_zero_to_the_usable_end);
     RUN(alignment_survives_realloc);
     RUN(aligned_realloc_changes_alignment);
     RUN(resize_keeps_nothing);
