@@ -45,21 +45,33 @@ LFH_EXPORT void *lfh_cmemalign(size_t alignment, size_t dim, size_t elem_size)
     return alloc_aligned_array(LFH_STATS_CMEMALIGN, alignment, dim, elem_size, true);
 }
 
+/* The descriptor of the block at ptr for a query named `routine`, or NULL if ptr is no
+ * live block. The debug build, which keeps no free marks, asks its block states, and
+ * reports a freed or foreign pointer as malloc_usable_size does. */
+static struct descriptor *queried_block(void *ptr, const char *routine)
+{
+    struct descriptor *desc = api_block_descriptor(ptr, routine);
+    size_t request;
+    if (DEBUG_ENABLED && ptr && !debug_check(routine, ptr, desc, false, &request))
+        return NULL;
+    return desc;
+}
+
 LFH_EXPORT size_t lfh_malloc_size(void *ptr)
 {
-    struct descriptor *desc = api_block_descriptor(ptr, "malloc_size");
+    struct descriptor *desc = queried_block(ptr, "malloc_size");
     return desc ? api_block_props(desc, ptr).request : 0;
 }
 
 LFH_EXPORT size_t lfh_malloc_alignment(void *ptr)
 {
-    struct descriptor *desc = api_block_descriptor(ptr, "malloc_alignment");
+    struct descriptor *desc = queried_block(ptr, "malloc_alignment");
     return desc ? api_block_props(desc, ptr).align : 0;
 }
 
 LFH_EXPORT bool lfh_malloc_zero_fill(void *ptr)
 {
-    struct descriptor *desc = api_block_descriptor(ptr, "malloc_zero_fill");
+    struct descriptor *desc = queried_block(ptr, "malloc_zero_fill");
     return desc ? api_block_props(desc, ptr).zero_fill : false;
 }
 
@@ -190,7 +202,7 @@ LFH_EXPORT int lfh_posix_aligned_reallocarray(void **ptrp, size_t alignment, siz
 
 LFH_EXPORT bool lfh_malloc_remote(void *ptr)
 {
-    struct descriptor *desc = api_block_descriptor(ptr, "malloc_remote");
+    struct descriptor *desc = queried_block(ptr, "malloc_remote");
     return desc && desc->class_index != HEAP_CLASS_LARGE && !tcache_owns(desc);
 }
 

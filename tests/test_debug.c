@@ -25,6 +25,9 @@
 /* C23's, which this libc's headers may not declare yet; lfheap defines them. */
 void free_sized(void *ptr, size_t size) __attribute__((weak));
 void free_aligned_sized(void *ptr, size_t alignment, size_t size) __attribute__((weak));
+/* llheap's queries, which lfheap defines. */
+size_t malloc_size(void *ptr) __attribute__((weak));
+size_t malloc_alignment(void *ptr) __attribute__((weak));
 
 /* llheap's hook: the bytes this program leaves allocated on purpose (TEST_UNFREED). */
 size_t malloc_unfreed(void)
@@ -146,6 +149,18 @@ static void case_realloc_freed(void)
         say("realloc of a freed block returned a block\n");
 }
 
+/* The queries check their pointer as malloc_usable_size does: the debug build keeps no
+ * free mark, and they once read a freed block's stale record (100 and 64 here). */
+static void case_query_freed(void)
+{
+    char *p = memalign(64, 100), *stale = opaque(p);
+    free(p);
+    if (!malloc_size || !malloc_alignment)
+        say("no malloc_size or malloc_alignment\n");
+    else if (malloc_size(stale) != 0 || malloc_alignment(stale) != 0)
+        say("a query of a freed block answered for it\n");
+}
+
 static void case_free_sized_wrong(void)
 {
     char *p = malloc(100);
@@ -232,6 +247,7 @@ static const struct test_case cases[] = {
     {"overflow_large", case_overflow_large, "of 100,000 bytes was written past its end", 1},
     {"write_after_free", case_write_after_free, "was written at offset 16 while it was free", 1},
     {"realloc_freed", case_realloc_freed, "lfheap: use after free: realloc(0x", 1},
+    {"query_freed", case_query_freed, "lfheap: use after free: malloc_size(0x", 1},
     {"free_sized_wrong", case_free_sized_wrong, ", 50): the block was allocated with 100 bytes", 1},
     {"free_aligned_sized_wrong", case_free_aligned_sized_wrong,
      "lfheap: wrong alignment: free_aligned_sized(0x", 1},
