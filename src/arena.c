@@ -111,14 +111,28 @@ static bool mostly_dirty(void)
     return dirty >= MOSTLY_DIRTY_MIN && dirty > held / 2; /* more than held - dirty */
 }
 
+#define PURGE_DELAY_MAX_MS 60000
+
+/* LFHEAP_PURGE_MS: a whole number of milliseconds, above PURGE_DELAY_MAX_MS taken as that;
+ * anything else (empty, a word, a negative number, a number with a unit) leaves the
+ * default, where it was once read as 0 and made every freed chunk go back at once. */
+static int purge_delay_setting(const char *env)
+{
+    if (!env || *env < '0' || *env > '9')
+        return ARENA_PURGE_DELAY_MS;
+    char *end;
+    long value = strtol(env, &end, 10);
+    if (*end != '\0')
+        return ARENA_PURGE_DELAY_MS;
+    return value > PURGE_DELAY_MAX_MS ? PURGE_DELAY_MAX_MS : (int)value;
+}
+
 static uint32_t purge_delay(void)
 {
     /* Relaxed: every thread computes the same value from the environment. */
     int delay = atomic_load_explicit(&purge_delay_ms, memory_order_relaxed);
     if (delay < 0) {
-        const char *env = platform_getenv("LFHEAP_PURGE_MS");
-        long value = env ? strtol(env, NULL, 10) : ARENA_PURGE_DELAY_MS;
-        delay = value < 0 ? 0 : value > 60000 ? 60000 : (int)value;
+        delay = purge_delay_setting(platform_getenv("LFHEAP_PURGE_MS"));
         atomic_store_explicit(&purge_delay_ms, delay, memory_order_relaxed);
     }
     return (uint32_t)delay;

@@ -15,6 +15,12 @@
  * that waited 200 ms go back before the new blocks fault their pages in, so the
  * resident size does not hold both (arena.c, purge_if_pressed).
  *
+ * `test_purge keeps` (run with LFHEAP_PURGE_MS set to what is no number of milliseconds:
+ * empty, a word, a negative number, a number with a unit): the setting is ignored and the
+ * default delay of 250 ms holds, so a freed 8 MiB block is still resident right after its
+ * free and the next slow path; such settings were once read as 0, and the block went
+ * back at that slow path.
+ *
  * `test_purge rebuild` (run with a purge delay of 1 s): a pool of two threads, each of
  * which allocates 16 MiB of 256 KiB blocks, writes them and frees them before it exits,
  * started and joined three times. The first pool's exits give its memory back (nothing
@@ -375,8 +381,44 @@ static void sparse_calloc_faults_in_nothing(void)
     }
 }
 
+static void bad_setting_keeps_the_default_delay(void)
+{
+    enum { BYTES = 8 << 20, ATTEMPTS = 50 };
+    int timely = 0;
+    for (int attempt = 0; attempt < ATTEMPTS && timely < 3; attempt++) {
+        unsigned char *p = malloc(BYTES);
+        REQUIRE(p);
+        memset(p, 1, BYTES);
+        __asm__ volatile("" : : "r"(p) : "memory"); /* the writes are not dead stores */
+        long before = test_rss_kib();
+        double start = seconds();
+        free(p);
+        /* Past the millisecond of the free, a slow path, which purges what is due (a
+         * large block of another size). */
+        usleep(2 * 1000);
+        unsigned char *q = malloc(200 << 10);
+        REQUIRE(q);
+        q[0] = 1;
+        long after = test_rss_kib();
+        free(q);
+        /* Only a check made well within the default delay tells, and within its sixteenth
+         * (15 ms), after which the 200 KiB block's fresh run may purge under pressure
+         * (purge_if_pressed). */
+        if (seconds() - start > 0.01)
+            continue;
+        timely++;
+        CHECK(before - after < BYTES / 2 / 1024);
+    }
+    printf("# %d of at most %d checks made within 10 ms of the free\n", timely, ATTEMPTS);
+    CHECK(timely > 0);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "keeps") == 0) {
+        RUN(bad_setting_keeps_the_default_delay);
+        return test_exit_status();
+    }
     if (argc > 1 && strcmp(argv[1], "rebuild") == 0) {
         RUN(rebuilt_pool_keeps_its_memory_until_the_delay);
         return test_exit_status();

@@ -33,8 +33,13 @@ run purge-preloaded env LD_PRELOAD="$lib" build/t-plain/test_purge
 run purge-at-exit-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge exit
 # A pool rebuilt again and again keeps its memory for the next pool, until the delay (1 s).
 run purge-pool-rebuild-preloaded env LFHEAP_PURGE_MS=1000 LD_PRELOAD="$lib" build/t-plain/test_purge rebuild
-# Freed runs a program's new sizes cannot use go back early (after 1/32 of a 3.2 s delay).
+# Freed runs a program's new sizes cannot use go back early (after 1/16 of a 3.2 s delay).
 run purge-on-shift-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" build/t-plain/test_purge shift
+# A purge delay that is no number of milliseconds leaves the default (it was read as 0).
+for setting in empty:"" word:soon negative:-5 unit:250ms; do
+    run "purge-setting-ignored-${setting%%:*}" env LFHEAP_PURGE_MS="${setting#*:}" \
+        LD_PRELOAD="$lib" build/t-plain/test_purge keeps
+done
 # Transparent huge pages: advised on every heap mapping with LFHEAP_HUGEPAGES=1 (where the
 # kernel takes the advice), on none without; contents and zeros survive either way. The
 # stress test's contents checks, and the threads test's, with huge pages too.
