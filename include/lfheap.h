@@ -178,9 +178,9 @@ int lfh_malloc_stats_fd(int fd);
  * that used them). */
 void lfh_malloc_stats_clear(void);
 void lfh_heap_stats(void);
-/* Writes the totals as XML to fp's file descriptor, after fflush(fp). options must be 0
- * (EINVAL otherwise); a stream without a file descriptor gives EINVAL. 0 on success, -1
- * on error. */
+/* Writes the totals as XML to fp's file descriptor, after fflush(fp), or through stdio to
+ * a stream without one (an in-memory stream). 0 on success; EINVAL, returned as the
+ * value with errno untouched (as glibc), if options is not 0 or fp is NULL. */
 int lfh_malloc_info(int options, FILE *fp);
 /* glibc's summaries from the same numbers, fields as glibc's (docs/API.md): uordblks
  * counts the live blocks in the arenas; hblkhd the blocks in mappings of their own. */
