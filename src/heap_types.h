@@ -194,16 +194,18 @@ LFH_INLINE void *anchor_chain(const struct descriptor *d, uint64_t a)
  * tracked class's superblock holds size / (block_size + 4) blocks, then their records,
  * one 4-byte word per block (`records`). */
 /* A record: the request size in the low 16 bits (small blocks are at most 32 KiB; a large
- * block keeps its request in large_request), log2 of the alignment in the next 5 bits,
- * then the zero-fill bit. */
+ * block keeps its request in large_request), log2 of the alignment in the next 6 bits
+ * (a large block's alignment may be any power of two below 2^64: five bits wrapped 2^32
+ * to 1, and a block aligned to 4 GiB or more lost its alignment when it moved), then the
+ * zero-fill bit. */
 #define HEAP_RECORD_REQUEST_MASK 0xFFFFu
 #define HEAP_RECORD_ALIGN_SHIFT  16
-#define HEAP_RECORD_ALIGN_MASK   0x1Fu
-#define HEAP_RECORD_ZERO_FILL    (1u << 21)
-#define HEAP_RECORD_TRACKED      (1u << 22) /* large blocks only: see heap_props.tracked */
+#define HEAP_RECORD_ALIGN_MASK   0x3Fu
+#define HEAP_RECORD_ZERO_FILL    (1u << 22)
+#define HEAP_RECORD_TRACKED      (1u << 23) /* large blocks only: see heap_props.tracked */
 /* Two bits the debug build keeps in every record (and in large_flags): the block's state,
  * never handed out, live or freed (debug.h). heap_props_set leaves them alone there. */
-#define HEAP_RECORD_STATE_SHIFT 23
+#define HEAP_RECORD_STATE_SHIFT 24
 #define HEAP_RECORD_STATE_MASK  (3u << HEAP_RECORD_STATE_SHIFT)
 /* The record of a calloc block, but for its request size: 16-byte aligned, zero fill. */
 #define HEAP_RECORD_CALLOC (4u << HEAP_RECORD_ALIGN_SHIFT | HEAP_RECORD_ZERO_FILL)

@@ -217,9 +217,37 @@ static void moved_zero_fill_is_zero_to_the_usable_end(void)
     }
 }
 
+/* calloc and cmemalign of 0 bytes: whatever usable size the block reports reads as
+ * zeros (the debug build's is 1 byte for a request of 0, and that byte showed the link of
+ * the free list the block came from). Blocks of the smallest class are filled and freed
+ * first, so that the zero-byte blocks reuse them. */
+static void zero_byte_zero_fill_blocks_read_as_zero(void)
+{
+    enum { N = 100 };
+    static unsigned char *b[N];
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            b[i] = lfh_malloc(1 + (size_t)i % 16);
+            REQUIRE(b[i]);
+            memset(b[i], 0x5A, lfh_malloc_usable_size(b[i]));
+        }
+        for (int i = 0; i < N; i++)
+            lfh_free(b[i]);
+        for (int i = 0; i < N; i++) {
+            b[i] = round ? lfh_cmemalign(64, 1, 0) : lfh_calloc(1, 0);
+            REQUIRE(b[i]);
+            CHECK(all_bytes(b[i], 0, lfh_malloc_usable_size(b[i]), 0));
+        }
+        for (int i = 0; i < N; i++)
+            lfh_free(b[i]);
+    }
+}
+
+/* Also alignments of 4 GiB and more, whose log2 no longer fits five bits of the record
+ * (they were recorded as 1 and 16, and a block that moved lost its alignment). */
 static void alignment_survives_realloc(void)
 {
-    static const size_t aligns[] = {32, 256, 4096, 65536};
+    static const size_t aligns[] = {32, 256, 4096, 65536, (size_t)1 << 32, (size_t)1 << 36};
     static const size_t sizes[] = {10, 5000, 100000, 3 << 20, 80 << 20, 40, 70000};
     for (size_t a = 0; a < sizeof aligns / sizeof *aligns; a++) {
         unsigned char *p = lfh_memalign(aligns[a], 1);
@@ -622,6 +650,7 @@ int main(void)
     RUN(queries);
     RUN(zero_fill_growth);
     RUN(moved_zero_fill_is_zero_to_the_usable_end);
+    RUN(zero_byte_zero_fill_blocks_read_as_zero);
     RUN(alignment_survives_realloc);
     RUN(aligned_realloc_changes_alignment);
     RUN(resize_keeps_nothing);
