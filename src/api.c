@@ -79,12 +79,12 @@ static LFH_NOINLINE void *malloc_medium_or_large(size_t size)
 
 /* A zero-filled block's zeros: its whole usable size, which the program may use (the
  * Linux manual), as glibc, jemalloc, tcmalloc and mimalloc clear it, not only the
- * request; in the debug build the request, which is its usable size, with the canary
- * after it. */
+ * request; in the debug build its usable size too, the request (one byte for a request
+ * of 0, which showed a free-list link's byte), with the canary after it. */
 static void zero_usable(struct descriptor *desc, void *block, size_t request)
 {
     if (DEBUG_ENABLED) {
-        memset(block, 0, request);
+        memset(block, 0, debug_usable(request));
     } else if (desc->class_index == HEAP_CLASS_LARGE) {
         heap_large_zero(desc, request);
     } else {
@@ -163,9 +163,16 @@ LFH_INLINE void *malloc_block(size_t size)
         void *block = malloc_small_instrumented(size, &usable);
         return LFH_LIKELY(block != NULL) ? block : malloc_debug_slow(size);
     }
-    /* The secure build's tail canary; a request above PTRDIFF_MAX stays one and fails. */
-    if (SECURE_ENABLED && size <= PTRDIFF_MAX)
-        size += SECURE_TAIL_BYTES;
+    /* The secure build's tail canary, for a small block; a large one ends in a guard page
+     * instead, which the heap adds, and keeps its request exact (malloc_size said 8
+     * bytes more). A request above PTRDIFF_MAX stays one and fails. */
+    if (SECURE_ENABLED && size <= PTRDIFF_MAX) {
+        size_t room = size + SECURE_TAIL_BYTES;
+        if (LFH_LIKELY(room <= SIZECLASS_LOOKUP_MAX))
+            return tcache_alloc_small(room);
+        return room <= SIZECLASS_MAX_SIZE ? malloc_medium_or_large(room)
+                                          : alloc_large(size, API_MIN_ALIGN);
+    }
     if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
         return tcache_alloc_small(size);
     return malloc_medium_or_large(size);

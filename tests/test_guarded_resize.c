@@ -173,11 +173,34 @@ static void mapped_zero_fill_gains_zeros(void)
     }
 }
 
+/* llheap's query, which lfheap defines. */
+size_t malloc_size(void *ptr) __attribute__((weak));
+
+/* A large block from plain malloc (and from realloc of a small one) knows its request
+ * exactly: the secure build once recorded the 8 bytes of a small block's tail canary
+ * with it, which a large block, ended by its guard page, does not have. */
+static void large_requests_are_recorded_exactly(void)
+{
+    REQUIRE(malloc_size != NULL);
+    static const size_t sizes[] = {32 * 1024 + 1, 100000, 3 << 20, 100 << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        void *p = malloc(sizes[i]);
+        REQUIRE(p);
+        CHECK(malloc_size(p) == sizes[i] && malloc_usable_size(p) >= sizes[i]);
+        free(p);
+        void *q = realloc(malloc(100), sizes[i]);
+        REQUIRE(q);
+        CHECK(malloc_size(q) == sizes[i] && malloc_usable_size(q) >= sizes[i]);
+        free(q);
+    }
+}
+
 int main(int argc, char **argv)
 {
     expect_guard = argc > 1 && strcmp(argv[1], "guarded") == 0;
     RUN(run_block_stays_while_it_fits);
     RUN(mapped_block_keeps_its_guard);
     RUN(mapped_zero_fill_gains_zeros);
+    RUN(large_requests_are_recorded_exactly);
     return test_exit_status();
 }
