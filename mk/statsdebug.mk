@@ -4,6 +4,7 @@
 #   build/t-debug/NAME        linked with liblfheap-debug.a
 #   build/t-plain/test_debug  plain, -rdynamic (the preloaded library finds malloc_unfreed)
 #   build/t{,-debug}/test_invariants  the invariant checks, in the tests' and debug builds
+#   build/t-stats{,-debug}/test_report_env  the settings and exit reports of the archives
 define statsdebug_rules
 $(BUILD)/t-$(1)/%: tests/%.c $(BUILD)/liblfheap-$(1).a $(wildcard tests/*.h)
 	@mkdir -p $$(@D)
@@ -20,4 +21,5 @@ TEST_BINS += $(LLHEAP_VARIANTS) \
              $(BUILD)/t-debug/test_debug $(BUILD)/t-stats-debug/test_debug \
              $(BUILD)/t-plain/test_debug \
              $(BUILD)/t-stats-debug/test_sticky $(BUILD)/t-debug/test_sticky \
-             $(BUILD)/t/test_invariants $(BUILD)/t-debug/test_invariants
+             $(BUILD)/t/test_invariants $(BUILD)/t-debug/test_invariants \
+             $(BUILD)/t-stats/test_report_env $(BUILD)/t-stats-debug/test_report_env

@@ -443,7 +443,9 @@ size_t arena_release_free_huge_pages(void)
             if (!buddy_alloc_at(a->buddy, page, OS_HUGE_PAGE_SIZE))
                 continue;
             LFH_PARK(ARENA_TRIM_TAKEN);
-            if (os_decommit(page, OS_HUGE_PAGE_SIZE))
+            /* Only pages that hold memory count as released (malloc_trim's answer), and
+             * only they are worth a system call. */
+            if (os_any_resident(page, OS_HUGE_PAGE_SIZE) && os_decommit(page, OS_HUGE_PAGE_SIZE))
                 released += OS_HUGE_PAGE_SIZE;
             buddy_free(a->buddy, page);
         }

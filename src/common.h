@@ -11,6 +11,12 @@
 #define LFH_NOINLINE    __attribute__((noinline))
 #define LFH_INLINE      static inline __attribute__((always_inline))
 #define LFH_EXPORT      __attribute__((visibility("default")))
+/* Run before the program's own constructors and after its own destructors, also when the
+ * program links the static archive and they share one .init_array (101 is the first
+ * priority left to programs): the settings are read before a constructor of the program
+ * can change the environment, the exit reports come after its destructors' frees. */
+#define LFH_LOAD_CONSTRUCTOR __attribute__((constructor(101)))
+#define LFH_EXIT_DESTRUCTOR  __attribute__((destructor(101)))
 
 /* A cache line on the machines lfheap targets (x86-64, aarch64): fields written by other
  * threads are kept on a line of their own, away from fields read on the fast path. */

@@ -5,6 +5,7 @@
  */
 #include "debug.h"
 
+#include "common.h"
 #include "invariant.h"
 #include "out.h"
 #include "platform.h"
@@ -63,7 +64,7 @@ static bool unfreed_report = true;
 
 /* Read when the library is loaded, so that the program's own environment changes do
  * not matter. */
-__attribute__((constructor)) static void debug_config(void)
+LFH_LOAD_CONSTRUCTOR static void debug_config(void)
 {
     abort_enabled();
     const char *env = platform_getenv("LFHEAP_UNFREED");
@@ -229,7 +230,7 @@ void debug_check_sized(const char *routine, void *ptr, struct descriptor *desc, 
 extern size_t malloc_unfreed(void) __attribute__((weak, visibility("default")));
 
 /* A warning, not an error: it never aborts, so the exit status stays the program's. */
-__attribute__((destructor)) static void debug_exit_report(void)
+LFH_EXIT_DESTRUCTOR static void debug_exit_report(void)
 {
     if (!unfreed_report)
         return;

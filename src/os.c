@@ -325,6 +325,23 @@ bool os_mostly_absent(const void *addr, size_t size)
     return 4 * (pages - resident) > 3 * pages;
 }
 
+bool os_any_resident(const void *addr, size_t size)
+{
+    size_t pages = size / OS_PAGE_SIZE;
+    unsigned char vec[RESIDENT_BATCH];
+    for (size_t done = 0; done < pages;) {
+        size_t batch = pages - done < RESIDENT_BATCH ? pages - done : RESIDENT_BATCH;
+        if (os_fault() ||
+            !platform_resident((const char *)addr + done * OS_PAGE_SIZE, batch * OS_PAGE_SIZE, vec))
+            return true;
+        for (size_t i = 0; i < batch; i++)
+            if (vec[i] & 1)
+                return true;
+        done += batch;
+    }
+    return false;
+}
+
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
 {
     if (os_fault())

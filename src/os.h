@@ -59,6 +59,10 @@ void os_decommit_ranges(const struct iovec *ranges, unsigned count, bool *clean)
  * reads as zeros. */
 bool os_mostly_absent(const void *addr, size_t size);
 
+/* True if any page of [addr, addr + size) is resident (both page aligned), and when the
+ * kernel refused to tell. */
+bool os_any_resident(const void *addr, size_t size);
+
 /* Moves the pages of [old, old + old_size) onto [dest, dest + new_size), a mapping the
  * caller made with os_map, growing to new_size; the old range is unmapped. False on
  * failure, and then both mappings are as they were. */

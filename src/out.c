@@ -12,11 +12,18 @@
 #include <errno.h>
 #include <unistd.h>
 
-void out_init(struct out *o, int fd)
+void out_init_buffer(struct out *o, int fd, char *buf, size_t size)
 {
     o->fd = fd;
     o->sink = NULL;
     o->len = 0;
+    o->size = size;
+    o->buf = buf;
+}
+
+void out_init(struct out *o, int fd)
+{
+    out_init_buffer(o, fd, o->line, sizeof o->line);
 }
 
 void out_init_sink(struct out *o, void (*sink)(void *sink_arg, const char *text, size_t len),
@@ -52,7 +59,7 @@ void out_flush(struct out *o)
 
 static void out_char(struct out *o, char c)
 {
-    if (o->len == OUT_BUFFER)
+    if (o->len == o->size)
         out_flush(o);
     o->buf[o->len++] = c;
 }

@@ -13,19 +13,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Large enough for one report line many times over; malloc_stats flushes a few times. */
-#define OUT_BUFFER 1024
+/* Large enough for one report line many times over: the debug and secure builds' reports,
+ * on whatever stack the failing call runs on, a signal handler's too. */
+#define OUT_LINE 1024
+
+/* A whole statistics report (about 1.6 KB), written in one write(2) when it fits: a write
+ * of at most PIPE_BUF (4,096) bytes to a pipe is atomic (POSIX), and one to a file opened
+ * with O_APPEND lands at its end in one piece, so that the reports of processes exiting
+ * together into one stderr or LFHEAP_STATS_FILE do not interleave. */
+#define OUT_REPORT 4096
 
 struct out {
     int fd;
     /* If set, what is buffered goes to sink(sink_arg, ...) instead of to fd. */
     void (*sink)(void *sink_arg, const char *text, size_t len);
     void *sink_arg;
-    size_t len;
-    char buf[OUT_BUFFER];
+    size_t len, size;
+    char *buf;
+    char line[OUT_LINE];
 };
 
+/* Buffered in the struct's own OUT_LINE bytes. */
 void out_init(struct out *o, int fd);
+/* Buffered in the caller's `size` bytes at `buf` instead (OUT_REPORT for a report). */
+void out_init_buffer(struct out *o, int fd, char *buf, size_t size);
 /* For a caller whose output has no file descriptor (malloc_info to an in-memory stream):
  * the text goes to `sink`, which may do what this layer avoids (stdio, allocating). */
 void out_init_sink(struct out *o, void (*sink)(void *sink_arg, const char *text, size_t len),

@@ -278,14 +278,17 @@ uint32_t platform_now_ms(void)
     return (uint32_t)((uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u);
 }
 
+/* secure_getenv: a program running set-user-ID or set-group-ID, or with capabilities its
+ * user lacks, got its environment from that less trusted user, and LFHEAP_STATS_FILE
+ * would have it create or append to any file the program may write. */
 const char *platform_getenv(const char *name)
 {
-    return getenv(name);
+    return secure_getenv(name);
 }
 
 bool platform_env_switch(const char *name)
 {
-    const char *env = getenv(name);
+    const char *env = platform_getenv(name);
     return env && env[0] != '\0' && !(env[0] == '0' && env[1] == '\0');
 }
 
@@ -315,7 +318,18 @@ bool platform_absolute_path(const char *path, char *out, size_t size)
 
 int platform_open_report(const char *path)
 {
-    return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    /* Opened without blocking, so that a FIFO nobody reads fails (ENXIO) where the open
+     * would wait for a reader forever, at exit; then blocking again, so that a pipe's
+     * reader gets the whole report, as from stderr. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd >= 0) {
+        int flags = fcntl(fd, F_GETFL);
+        if (flags == -1 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1) {
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
 }
 
 void platform_close(int fd)

@@ -168,7 +168,8 @@ long platform_live_threads(void);
  * the vDSO), wrapping after 49 days. */
 uint32_t platform_now_ms(void);
 
-/* The environment variable `name`, or NULL. Does not allocate. */
+/* The environment variable `name`, or NULL; always NULL in a program that runs with more
+ * rights than its user (set-user-ID, set-group-ID, capabilities). Does not allocate. */
 const char *platform_getenv(const char *name);
 
 /* Whether the switch `name` is on: set to anything but empty or "0" (LFHEAP_BACKGROUND,
@@ -181,7 +182,8 @@ bool platform_env_switch(const char *name);
 bool platform_absolute_path(const char *path, char *out, size_t size);
 
 /* A file opened for the process's reports: `path` created if missing (mode 0644), each
- * write appended, closed at exec; -1 with errno set if it cannot be opened. */
+ * write appended, closed at exec; -1 with errno set if it cannot be opened, or if it is
+ * a FIFO that nobody reads. */
 int platform_open_report(const char *path);
 
 /* Closes a file descriptor from platform_open_report. */

@@ -7,6 +7,7 @@
 #include "stats.h"
 
 #include "api_exports.h"
+#include "common.h"
 #include "arena.h"
 #include "heap.h"
 #include "lfheap.h"
@@ -178,7 +179,8 @@ static void stats_print(int fd, bool thread_only)
     struct lfh_stats s;
     stats_fill(&s, only);
     struct out o;
-    out_init(&o, fd);
+    char report[OUT_REPORT];
+    out_init_buffer(&o, fd, report, sizeof report);
     out_str(&o, "lfheap statistics, pid ");
     out_dec(&o, platform_pid());
     if (thread_only) {
@@ -457,7 +459,7 @@ LFH_EXPORT struct mallinfo lfh_mallinfo(void)
 static bool stats_at_exit;
 static char stats_path[4096];
 
-__attribute__((constructor)) static void stats_config(void)
+LFH_LOAD_CONSTRUCTOR static void stats_config(void)
 {
     stats_at_exit = platform_env_switch("LFHEAP_STATS");
     const char *path = platform_getenv("LFHEAP_STATS_FILE");
@@ -469,7 +471,7 @@ __attribute__((constructor)) static void stats_config(void)
  * LFHEAP_STATS_FILE names: a program that closes its stderr before it exits (coreutils'
  * close_stdout does) or has none (a daemon) still gets its report there. A file that
  * cannot be opened leaves the report to stderr. */
-__attribute__((destructor)) static void stats_exit_report(void)
+LFH_EXIT_DESTRUCTOR static void stats_exit_report(void)
 {
     if (!stats_at_exit)
         return;

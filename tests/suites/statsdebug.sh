@@ -120,6 +120,68 @@ else
     echo "FAIL lfheap-stats-file"
     head -3 "$tmp/report.txt" "$tmp/fallback.err" "$tmp/relative.txt"
 fi
+# The settings are read before the program's own constructors run, also from the static
+# archive, whose constructors share the program's .init_array: a program that clears its
+# environment in a constructor still gets its report, and LFHEAP_ABORT=0 still goes on
+# after a double free (the report says so, the program finishes)
+LFHEAP_STATS=1 TEST_CLEAR_ENV=1 "$B/t-stats/test_report_env" plain > "$tmp/ctor.out" \
+    2> "$tmp/ctor.err"
+status_stats=$?
+LFHEAP_ABORT=0 TEST_CLEAR_ENV=1 "$B/t-stats-debug/test_report_env" double-free \
+    > "$tmp/ctor-debug.out" 2> "$tmp/ctor-debug.err"
+status_debug=$?
+if [ "$status_stats" = 0 ] && grep -q '^lfheap statistics, pid' "$tmp/ctor.err" &&
+   [ "$status_debug" = 0 ] && grep -q '^done$' "$tmp/ctor-debug.out" &&
+   grep -q '^lfheap: double free' "$tmp/ctor-debug.err"; then
+    pass settings-read-before-program-constructors
+else
+    fail settings-read-before-program-constructors "statuses $status_stats $status_debug"
+    head -3 "$tmp/ctor.err" "$tmp/ctor-debug.err"
+fi
+# A report goes out in one write: into a pipe with room for only part of it, nothing of
+# it arrives (a write of at most PIPE_BUF bytes to a pipe is all or nothing), and into an
+# empty pipe all of it; so the reports of processes that exit together into one stderr
+# or one LFHEAP_STATS_FILE do not interleave
+read -r _ pieces _ whole _ room < <("$B/t-stats/test_report_env" pipe)
+if [ "${pieces:-x}" = 0 ] && [ "${whole:-0}" -gt "${room:-0}" ] && [ "$whole" -le 4096 ]; then
+    pass stats-report-is-one-write
+else
+    fail stats-report-is-one-write "pieces ${pieces:-?}, whole ${whole:-?}, room ${room:-?}"
+fi
+# A FIFO that nobody reads counts as a file that cannot be opened: the report goes to
+# stderr, and the program exits (the open waited for a reader forever)
+mkfifo "$tmp/fifo"
+LFHEAP_STATS=1 LFHEAP_STATS_FILE="$tmp/fifo" timeout 120 "$B/t-stats/test_report_env" plain \
+    > /dev/null 2> "$tmp/fifo.err"
+status=$?
+if [ "$status" = 0 ] && grep -q '^lfheap statistics, pid' "$tmp/fifo.err"; then
+    pass stats-file-fifo-without-reader
+else
+    fail stats-file-fifo-without-reader "exit status $status"
+fi
+# A set-user-ID program ignores the LFHEAP_ variables: they come from a user with less
+# rights, and LFHEAP_STATS_FILE would have the program create a file wherever its owner
+# may. Run by root, a copy owned by nobody and set-user-ID runs in secure-execution mode,
+# and shows that it can create a file where the report would go.
+suid=$tmp/suid
+mkdir "$suid" && chmod 1777 "$suid" && chmod go+x "$tmp"
+cp "$B/t-stats/test_report_env" "$suid/prog"
+if [ "$(id -u)" = 0 ] && chown 65534 "$suid/prog" 2> /dev/null && chmod 4755 "$suid/prog" &&
+   [ "$("$suid/prog" secure "$suid/created" | head -1)" = "secure 1, created 1" ]; then
+    LFHEAP_STATS=1 LFHEAP_STATS_FILE="$suid/report.txt" "$suid/prog" plain > "$suid/out" \
+        2> "$suid/err"
+    status=$?
+    if [ "$status" = 0 ] && grep -q '^done$' "$suid/out" && [ ! -e "$suid/report.txt" ] &&
+       ! grep -q 'lfheap statistics' "$suid/err"; then
+        pass setuid-program-ignores-lfheap-variables
+    else
+        fail setuid-program-ignores-lfheap-variables "exit status $status"
+        ls -l "$suid"
+    fi
+else
+    echo "setuid-program-ignores-lfheap-variables: not run (needs root and a file system" \
+        "that honours set-user-ID)"
+fi
 
 # ---- the debug build --------------------------------------------------------------------
 # TEST_UNFREED: what the parent leaves allocated (stdio) is declared; the children set
