@@ -25,7 +25,8 @@
 void lfh_invariant_failed(const char *name, const char *condition, const char *file, int line)
 {
     struct out o;
-    out_report_begin(&o, "broken invariant");
+    char text[OUT_LINE];
+    out_report_begin(&o, &text, "broken invariant");
     out_str(&o, name);
     out_str(&o, ": ");
     out_str(&o, condition);
@@ -102,7 +103,8 @@ void debug_report_fill(const struct descriptor *desc, const void *block)
     while (i < debug_fill_words(desc) * sizeof(uint64_t) && bytes[i] == DEBUG_FREED_BYTE)
         i++;
     struct out o;
-    out_report_begin(&o, "write after free");
+    char line[OUT_LINE];
+    out_report_begin(&o, &line, "write after free");
     out_str(&o, "block ");
     out_hex(&o, (uintptr_t)block);
     out_str(&o, " (");
@@ -149,9 +151,11 @@ static LFH_NOINLINE void report_invalid(const char *routine, const void *ptr,
                                         enum debug_state state)
 {
     struct out o;
+    char line[OUT_LINE];
     bool freeing = strncmp(routine, "free", 4) == 0;
-    out_report_begin(&o, state == DEBUG_FREED ? (freeing ? "double free" : "use after free")
-                                              : "invalid pointer");
+    out_report_begin(&o, &line,
+                     state == DEBUG_FREED ? (freeing ? "double free" : "use after free")
+                                          : "invalid pointer");
     out_report_call(&o, routine, ptr);
     out_str(&o, state == DEBUG_FREED   ? "): the block was already freed"
                 : state == DEBUG_NEVER ? "): a block lfheap never handed out"
@@ -163,7 +167,8 @@ static LFH_NOINLINE void report_invalid(const char *routine, const void *ptr,
 static LFH_NOINLINE void report_overflow(const char *routine, const void *ptr, size_t request)
 {
     struct out o;
-    out_report_begin(&o, "heap overflow");
+    char line[OUT_LINE];
+    out_report_begin(&o, &line, "heap overflow");
     out_str(&o, "block ");
     out_hex(&o, (uintptr_t)ptr);
     out_str(&o, " of ");
@@ -199,8 +204,9 @@ void debug_check_sized(const char *routine, void *ptr, struct descriptor *desc, 
                        size_t size, size_t align)
 {
     struct out o;
+    char line[OUT_LINE];
     if (size != request) {
-        out_report_begin(&o, "wrong size");
+        out_report_begin(&o, &line, "wrong size");
         out_report_call(&o, routine, ptr);
         out_str(&o, ", ");
         out_num(&o, size);
@@ -211,7 +217,7 @@ void debug_check_sized(const char *routine, void *ptr, struct descriptor *desc, 
     }
     struct heap_props props;
     if (align && heap_props_get(desc, ptr, &props) && (align < 16 ? 16 : align) != props.align) {
-        out_report_begin(&o, "wrong alignment");
+        out_report_begin(&o, &line, "wrong alignment");
         out_report_call(&o, routine, ptr);
         out_str(&o, ", alignment ");
         out_num(&o, align);
@@ -244,7 +250,8 @@ LFH_EXIT_DESTRUCTOR static void debug_exit_report(void)
     if (unfreed <= declared)
         return;
     struct out o;
-    out_report_begin(&o, "unfreed storage");
+    char line[OUT_LINE];
+    out_report_begin(&o, &line, "unfreed storage");
     out_num(&o, unfreed - declared);
     out_str(&o, " bytes requested and not freed at exit (");
     out_num(&o, unfreed);

@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-void out_init_buffer(struct out *o, int fd, char *buf, size_t size)
+void out_init(struct out *o, int fd, char *buf, size_t size)
 {
     o->fd = fd;
     o->sink = NULL;
@@ -21,15 +21,10 @@ void out_init_buffer(struct out *o, int fd, char *buf, size_t size)
     o->buf = buf;
 }
 
-void out_init(struct out *o, int fd)
-{
-    out_init_buffer(o, fd, o->line, sizeof o->line);
-}
-
 void out_init_sink(struct out *o, void (*sink)(void *sink_arg, const char *text, size_t len),
-                   void *sink_arg)
+                   void *sink_arg, char *buf, size_t size)
 {
-    out_init(o, -1);
+    out_init(o, -1, buf, size);
     o->sink = sink;
     o->sink_arg = sink_arg;
 }
@@ -102,9 +97,9 @@ void out_hex(struct out *o, uintptr_t value)
     out_digits(o, value, 16, 0);
 }
 
-void out_report_begin(struct out *o, const char *kind)
+void out_report_begin(struct out *o, char (*line)[OUT_LINE], const char *kind)
 {
-    out_init(o, STDERR_FILENO);
+    out_init(o, STDERR_FILENO, *line, sizeof *line);
     out_str(o, "lfheap: ");
     out_str(o, kind);
     out_str(o, ": ");

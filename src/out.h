@@ -13,16 +13,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Large enough for one report line many times over: the debug and secure builds' reports,
- * on whatever stack the failing call runs on, a signal handler's too. */
+/* The buffer of an error report (the debug and secure builds): one report line many
+ * times over, on whatever stack the failing call runs on, a signal handler's too. */
 #define OUT_LINE 1024
 
-/* A whole statistics report (about 1.6 KB), written in one write(2) when it fits: a write
- * of at most PIPE_BUF (4,096) bytes to a pipe is atomic (POSIX), and one to a file opened
- * with O_APPEND lands at its end in one piece, so that the reports of processes exiting
- * together into one stderr or LFHEAP_STATS_FILE do not interleave. */
-#define OUT_REPORT 4096
+/* The buffer of a statistics report (about 1.6 KB), written in one write(2) when it fits:
+ * a write of at most PIPE_BUF (4,096) bytes to a pipe is atomic (POSIX), and one to a
+ * file opened with O_APPEND lands at its end in one piece, so that the reports of
+ * processes exiting together into one stderr or LFHEAP_STATS_FILE do not interleave.
+ * 2 KiB, not PIPE_BUF, because it is on the caller's stack, which may be a small one. */
+#define OUT_REPORT 2048
 
+/* Output gathered in the caller's buffer. */
 struct out {
     int fd;
     /* If set, what is buffered goes to sink(sink_arg, ...) instead of to fd. */
@@ -30,17 +32,14 @@ struct out {
     void *sink_arg;
     size_t len, size;
     char *buf;
-    char line[OUT_LINE];
 };
 
-/* Buffered in the struct's own OUT_LINE bytes. */
-void out_init(struct out *o, int fd);
-/* Buffered in the caller's `size` bytes at `buf` instead (OUT_REPORT for a report). */
-void out_init_buffer(struct out *o, int fd, char *buf, size_t size);
+/* Output to `fd`, gathered in the caller's `size` bytes at `buf`. */
+void out_init(struct out *o, int fd, char *buf, size_t size);
 /* For a caller whose output has no file descriptor (malloc_info to an in-memory stream):
  * the text goes to `sink`, which may do what this layer avoids (stdio, allocating). */
 void out_init_sink(struct out *o, void (*sink)(void *sink_arg, const char *text, size_t len),
-                   void *sink_arg);
+                   void *sink_arg, char *buf, size_t size);
 void out_str(struct out *o, const char *s);
 /* A decimal number as is (for XML and machine-read text). */
 void out_dec(struct out *o, uint64_t value);
@@ -48,9 +47,10 @@ void out_dec(struct out *o, uint64_t value);
 void out_num(struct out *o, uint64_t value);
 /* An address in hex, 0x-prefixed. */
 void out_hex(struct out *o, uintptr_t value);
-/* The start of an error report on stderr, "lfheap: <kind>: ", and the call it names,
- * "<routine>(<address>" (the debug and secure builds' one-line reports). */
-void out_report_begin(struct out *o, const char *kind);
+/* The start of an error report on stderr, "lfheap: <kind>: ", gathered in `line`, and
+ * the call it names, "<routine>(<address>" (the debug and secure builds' one-line
+ * reports). */
+void out_report_begin(struct out *o, char (*line)[OUT_LINE], const char *kind);
 void out_report_call(struct out *o, const char *routine, const void *ptr);
 /* Writes what is buffered; retries partial writes and EINTR, gives up on other errors
  * (a report that cannot be written is dropped, never waited for). */

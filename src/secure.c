@@ -60,7 +60,8 @@ void secure_guard_put(void)
 void secure_fail(const char *kind, const char *routine, const void *ptr)
 {
     struct out o;
-    out_report_begin(&o, kind);
+    char line[OUT_LINE];
+    out_report_begin(&o, &line, kind);
     out_report_call(&o, routine, ptr);
     out_str(&o, ")\n");
     out_flush(&o);

@@ -180,7 +180,7 @@ static void stats_print(int fd, bool thread_only)
     stats_fill(&s, only);
     struct out o;
     char report[OUT_REPORT];
-    out_init_buffer(&o, fd, report, sizeof report);
+    out_init(&o, fd, report, sizeof report);
     out_str(&o, "lfheap statistics, pid ");
     out_dec(&o, platform_pid());
     if (thread_only) {
@@ -386,6 +386,7 @@ LFH_EXPORT int lfh_malloc_info(int options, FILE *fp)
     if (options != 0 || !fp)
         return EINVAL;
     struct out o;
+    char line[OUT_LINE];
     int saved = errno; /* fileno of an in-memory stream sets EBADF */
     int fd = fileno(fp);
     errno = saved;
@@ -394,11 +395,11 @@ LFH_EXPORT int lfh_malloc_info(int options, FILE *fp)
          * stream's own lock, on the program's behalf, as its own stdio calls would; no
          * allocator structure is held meanwhile. */
         fflush(fp);
-        out_init(&o, fd);
+        out_init(&o, fd, line, sizeof line);
     } else {
         /* An in-memory stream: written through stdio, which may allocate (a memstream
          * grows), as the program's own writes to it do; lfheap holds nothing here. */
-        out_init_sink(&o, stream_sink, fp);
+        out_init_sink(&o, stream_sink, fp, line, sizeof line);
     }
     stats_xml(&o);
     return 0;

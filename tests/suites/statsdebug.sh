@@ -143,7 +143,7 @@ fi
 # empty pipe all of it; so the reports of processes that exit together into one stderr
 # or one LFHEAP_STATS_FILE do not interleave
 read -r _ pieces _ whole _ room < <("$B/t-stats/test_report_env" pipe)
-if [ "${pieces:-x}" = 0 ] && [ "${whole:-0}" -gt "${room:-0}" ] && [ "$whole" -le 4096 ]; then
+if [ "${pieces:-x}" = 0 ] && [ "${whole:-0}" -gt "${room:-0}" ] && [ "$whole" -le 2048 ]; then
     pass stats-report-is-one-write
 else
     fail stats-report-is-one-write "pieces ${pieces:-?}, whole ${whole:-?}, room ${room:-?}"
