@@ -550,6 +550,73 @@ static void caches_share_a_budget(void)
            (unsigned long long)(held >> 10));
 }
 
+/* Idle classes (tcache.c, sweep_idle_classes): a class the thread stopped using gives
+ * back what it cached, spare and list, at the purge ticks that the thread's frees of
+ * other classes take (every 65,536th free that stays in the cache), where it kept those
+ * blocks, and the superblocks they lie in, for as long as the thread lived. The class in
+ * use goes on with its blocks intact. */
+enum { IDLE_BLOCKS = 400, IDLE_SIZE = 256, BUSY_SIZE = 64 };
+
+struct idle_seen {
+    uint32_t held_before, held_after;
+    bool intact;
+};
+
+static uint32_t cached_blocks(unsigned cls)
+{
+    const struct tcache_cold *cold = &tcache_self.cold[cls];
+    uint32_t listed = cold->list_base - (uint32_t)tcache_self.bins[cls].credit;
+    return listed + (cold->spare ? cold->spare_count : 0);
+}
+
+static void *leave_a_class_idle(void *out)
+{
+    struct idle_seen *seen = out;
+    static void *blocks[IDLE_BLOCKS];
+    seen->intact = true;
+    for (int i = 0; i < IDLE_BLOCKS; i++) {
+        blocks[i] = T_MALLOC(IDLE_SIZE);
+        REQUIRE(blocks[i] != NULL);
+        memset(blocks[i], i & 0xff, IDLE_SIZE);
+    }
+    for (int i = 0; i < IDLE_BLOCKS; i++) {
+        const unsigned char *b = blocks[i];
+        seen->intact &= b[0] == (i & 0xff) && b[IDLE_SIZE - 1] == (i & 0xff);
+        T_FREE(blocks[i]);
+    }
+    seen->held_before = cached_blocks(sizeclass_of(IDLE_SIZE));
+    /* 20 purge ticks: one clears the class's mark of its last fill or overflow, each
+     * further one takes its spare and halves its list. */
+    unsigned char *kept = T_MALLOC(BUSY_SIZE);
+    REQUIRE(kept != NULL);
+    memset(kept, 0x5c, BUSY_SIZE);
+    for (long i = 0; i < 20L * 65536; i++) {
+        unsigned char *p = T_MALLOC(BUSY_SIZE);
+        REQUIRE(p != NULL);
+        memset(p, (int)(i & 0xff), BUSY_SIZE);
+        seen->intact &= p != kept && p[BUSY_SIZE - 1] == (i & 0xff);
+        T_FREE(p);
+    }
+    for (int i = 0; i < BUSY_SIZE; i++)
+        seen->intact &= kept[i] == 0x5c;
+    T_FREE(kept);
+    seen->held_after = cached_blocks(sizeclass_of(IDLE_SIZE));
+    return NULL;
+}
+
+static void idle_classes_give_their_blocks_back(void)
+{
+    pthread_t t;
+    struct idle_seen seen;
+    REQUIRE(pthread_create(&t, NULL, leave_a_class_idle, &seen) == 0);
+    pthread_join(t, NULL);
+    printf("  %d-byte blocks cached: %u after the frees, %u after 20 purge ticks\n", IDLE_SIZE,
+           seen.held_before, seen.held_after);
+    CHECK(seen.intact);
+    CHECK(seen.held_before >= 16);
+    CHECK(seen.held_after == 0);
+}
+
 /* A child forked while other threads hold caches has only the forking thread: its share
  * is the whole budget again, where it would otherwise stay divided by the parent's
  * threads for the child's whole life. */
@@ -681,6 +748,7 @@ int main(int argc, char **argv)
     RUN(orphan_keeps_bounded_bump_ranges);
     RUN(caches_share_a_budget);
     RUN(forked_child_gets_the_whole_budget);
+    RUN(idle_classes_give_their_blocks_back);
 #endif
     RUN(thread_churn_keeps_rss_flat);
     RUN(first_allocation_inside_pthread_setspecific);
