@@ -546,7 +546,6 @@ void *tcache_alloc_slow(unsigned cls)
 {
     busy_enter();
     void *block = alloc_slow(cls);
-    tcache_self.cold[cls].tick_mark = 0;
     busy_leave();
     tcache_purger_poll();
     return block;
@@ -557,8 +556,7 @@ void *tcache_alloc_slow_size(size_t size)
     return tcache_alloc_slow(sizeclass_of(size));
 }
 
-/* The class of `block`, whose list it overflowed. */
-static unsigned flush_bin(void *block)
+static void flush_bin(void *block)
 {
     struct tcache *tc = &tcache_self;
     unsigned cls = pagemap_desc_or_null(block)->class_index;
@@ -584,13 +582,12 @@ static unsigned flush_bin(void *block)
     cold->spare_count = shrink ? 0 : rest_count;
     bin_install(bin, cold, block, 1);
     if (!old_spare && !shrink)
-        return cls;
+        return;
     cold->last_event = TCACHE_EVENT_FLUSH;
     LFH_PARK(TCACHE_FLUSH_CUT);
     give_back_list(old_spare, old_spare_count);
     if (shrink)
         give_back_list(rest, rest_count);
-    return cls;
 }
 
 /* Cuts the list of class `cls` to its first half, the blocks freed last (none of a list
@@ -615,32 +612,32 @@ static void halve_list(struct tcache *tc, unsigned cls)
     give_back_list(rest, length - keep);
 }
 
-/* What a purge tick sees of a class's list: its head and length, folded into 15 bits,
- * with the top bit set so that it is never 0, the mark of a fill or overflow since. */
+/* What a purge tick sees of a class's list: its head and length, folded into 16 bits. A
+ * fill or an overflow installs another list, so it changes them too. */
 static uint16_t list_mark(const struct tcache_bin *bin)
 {
     uint64_t seen = ((uintptr_t)bin->head >> 4) ^ ((uint64_t)(uint32_t)bin->credit << 17);
-    seen ^= seen >> 15;
-    seen ^= seen >> 30;
-    return (uint16_t)(0x8000u | (seen & 0x7fffu));
+    seen ^= seen >> 16;
+    seen ^= seen >> 32;
+    return (uint16_t)seen;
 }
 
 /* The sweep of idle classes, at each purge tick of the thread's frees (every 65,536th
  * free that stayed in the cache: tcache_free). A class whose list the tick finds as the
- * last tick left it (the same head, the same length) and that took no fill and no
- * overflow in between gives back its spare magazine and the older half of its list: the
- * blocks at the bottom were not touched for a whole tick. A class the thread stopped
- * using kept up to its limit of freed blocks for as long as the thread lived, scattered
- * over most of the class's superblocks, which stayed with them: strings grown a byte at a
- * time through every class, as gawk's concatenations grow them
- * (bench/strings-grow.c), peaked at 27.7 MB for 6 MB live, 270 of the 415 superblocks
- * held only by the cache, in 2,174 slow paths for 5.2 million allocations. Such a class
- * empties in a few ticks; one whose list moves keeps it, and one used a block at a time
- * (a malloc and its free, the head back where it was) keeps the blocks freed last, on
- * top, which the next allocations take (LIFO). (LRMalloc's future work of adaptive
- * caches; jemalloc's thread caches flush what stayed below a low-water mark between two
- * of their collections, which the fast path keeps.) The thread's own cache, in its own
- * slow path: nobody else is involved. */
+ * last tick left it (the same head, the same length) gives back its spare magazine and
+ * the older half of its list: the blocks at the bottom were not touched for a whole
+ * tick. A class the thread stopped using kept up to its limit of freed blocks for as
+ * long as the thread lived, scattered over most of the class's superblocks, which stayed
+ * with them: strings grown a byte at a time through every class, as gawk's
+ * concatenations grow them (bench/strings-grow.c), peaked at 27.7 MB for 6 MB live, 270
+ * of the 415 superblocks held only by the cache, in 2,174 slow paths for 5.2 million
+ * allocations. Such a class empties in a few ticks; one whose list moves keeps it, and
+ * one used a block at a time (a malloc and its free, the head back where it was) keeps
+ * the blocks freed last, on top, which the next allocations take (LIFO). (LRMalloc's
+ * future work of adaptive caches; jemalloc's thread caches flush what stayed below a
+ * low-water mark between two of their collections, which the fast path keeps.) The
+ * thread's own cache, in its own slow path: nobody else is involved.
+ */
 static void sweep_idle_classes(struct tcache *tc)
 {
     if (tc->id >= TCACHE_ID_EXITED)
@@ -678,7 +675,7 @@ void tcache_tick(void)
 void tcache_flush(void *block)
 {
     busy_enter();
-    tcache_self.cold[flush_bin(block)].tick_mark = 0;
+    flush_bin(block);
     busy_leave();
     tcache_purger_poll();
 }

@@ -56,7 +56,7 @@ struct tcache_cold {
     uint32_t list_base;  /* the list holds list_base - credit blocks */
     uint32_t limit;      /* blocks the class may cache: list and spare */
     uint16_t last_event; /* TCACHE_EVENT_*: what the bin's slow path did last */
-    uint16_t tick_mark;  /* the list as the last purge tick saw it; 0 after a fill or overflow */
+    uint16_t tick_mark;  /* the list as the last purge tick saw it (list_mark) */
 };
 
 /* What all threads' cache limits may add up to above their floors, shared out evenly
