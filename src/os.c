@@ -39,6 +39,7 @@ static _Atomic uint64_t fault_calls;
 static _Atomic uint64_t fault_failed;
 static _Atomic uint64_t fault_first; /* number of the first call to fail; 0: none */
 static _Atomic bool fault_persistent;
+static _Atomic uint64_t fault_threads_started;
 
 /* Counts one OS call and says whether it is to fail. */
 static bool os_fault(void)
@@ -371,6 +372,7 @@ void os_fault_stats(struct os_fault_stats *out)
     out->calls = atomic_load_explicit(&fault_calls, memory_order_relaxed);
     out->failed = atomic_load_explicit(&fault_failed, memory_order_relaxed);
     out->pending = atomic_load_explicit(&os_deferred_count, memory_order_relaxed);
+    out->threads_started = atomic_load_explicit(&fault_threads_started, memory_order_relaxed);
 }
 #endif
 
@@ -378,9 +380,12 @@ void os_fault_stats(struct os_fault_stats *out)
 
 bool os_thread_start(void *(*fn)(void *), void *arg)
 {
-    if (os_fault())
+    if (os_fault() || !platform_thread_start(fn, arg))
         return false;
-    return platform_thread_start(fn, arg);
+#if OS_FAULT_INJECTION
+    atomic_fetch_add_explicit(&fault_threads_started, 1, memory_order_relaxed);
+#endif
+    return true;
 }
 
 /* -1 until the first os_advise_huge reads LFHEAP_HUGEPAGES, then 0 or 1. */

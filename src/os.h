@@ -119,9 +119,10 @@ bool os_huge_pages(void);
 void os_fault_inject(uint64_t nth, bool persistent);
 
 struct os_fault_stats {
-    uint64_t calls;  /* OS calls made since the program started */
-    uint64_t failed; /* of which failed by injection */
-    size_t pending;  /* refused unmaps waiting for os_retry */
+    uint64_t calls;           /* OS calls made since the program started */
+    uint64_t failed;          /* of which failed by injection */
+    size_t pending;           /* refused unmaps waiting for os_retry */
+    uint64_t threads_started; /* threads os_thread_start started */
 };
 void os_fault_stats(struct os_fault_stats *out);
 
