@@ -66,7 +66,7 @@ $(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile
 	@mkdir -p $$(@D)
 	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
 	$$(TEXT_$(1))
-$(BUILD)/obj/$(1)/%.o: src/%.S Makefile
+$(BUILD)/obj/$(1)/%.o: src/%.S $(LIB_HDR) Makefile
 	@mkdir -p $$(@D)
 	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
 	$$(TEXT_$(1))
@@ -97,11 +97,14 @@ $(BUILD)/liblfheap-%.so: $$(OBJS_$$*)
 # object gives the program only the members its own calls need: a shared library it
 # links would find posix_memalign, mallinfo, sigaction, ... in glibc instead, take
 # blocks from glibc's heap that lfheap's free cannot take back, and install signal
-# handlers unwrapped (tests/test_static_archive.c). The prefix-only variants of the tests
-# override nothing, and keep their objects apart.
+# handlers unwrapped (tests/test_static_archive.c). Its internal names (hidden: buddy_alloc,
+# out_str, pagemap, ...) are made local to that object, so that they cannot clash with a
+# program's own names, as they cannot in the shared library. The prefix-only variants of
+# the tests override nothing, and keep their objects apart.
 $(BUILD)/obj/all-%/lfheap.o: $$(OBJS_$$*)
 	@mkdir -p $(@D)
 	$(LD) -r -o $@ $^
+	objcopy --localize-hidden $@
 
 $(BUILD)/liblfheap.a: $(BUILD)/obj/all-release/lfheap.o
 	rm -f $@ && ar rcs $@ $^
@@ -176,11 +179,12 @@ lint:
 	done
 
 install: variants
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
-	install -m 755 $(BUILD)/liblfheap.so $(filter %.so,$(LLHEAP_VARIANTS)) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(BUILD)/liblfheap.a $(filter %.a,$(LLHEAP_VARIANTS)) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/lfheap.h include/lfheap_buddy.h $(DESTDIR)$(PREFIX)/include/
-	sed -e 's|@PREFIX@|$(PREFIX)|g' lfheap.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/lfheap.pc
+	install -d "$(DESTDIR)$(PREFIX)/lib" "$(DESTDIR)$(PREFIX)/include" \
+	    "$(DESTDIR)$(PREFIX)/lib/pkgconfig"
+	install -m 755 $(BUILD)/liblfheap.so $(filter %.so,$(LLHEAP_VARIANTS)) "$(DESTDIR)$(PREFIX)/lib/"
+	install -m 644 $(BUILD)/liblfheap.a $(filter %.a,$(LLHEAP_VARIANTS)) "$(DESTDIR)$(PREFIX)/lib/"
+	install -m 644 include/lfheap.h include/lfheap_buddy.h "$(DESTDIR)$(PREFIX)/include/"
+	sed -e 's|@PREFIX@|$(PREFIX)|g' lfheap.pc.in > "$(DESTDIR)$(PREFIX)/lib/pkgconfig/lfheap.pc"
 
 clean:
 	rm -rf $(BUILD)

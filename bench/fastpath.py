@@ -14,6 +14,7 @@ usage: bench/fastpath.py [--allocators a,b] [--lfheap PATH] [--n1 N] [--n2 N]
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,8 +23,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
 
 
+NO_VALGRIND = "valgrind not found (install it: apt-get install valgrind)"
+
+
 def callgrind_ir(args, env):
     """Total Ir of one run of build/bench/fastpath under callgrind."""
+    if shutil.which("valgrind") is None:
+        raise RuntimeError(NO_VALGRIND)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
@@ -94,7 +100,11 @@ def main():
     allocators, skipped = benchlib.select_allocators(args.allocators.split(","), args.lfheap)
     for s in skipped:
         print(s)
-    loop, rows = measure(allocators, args.n1, args.n2)
+    try:
+        loop, rows = measure(allocators, args.n1, args.n2)
+    except RuntimeError as e:
+        print("fastpath: %s" % e, file=sys.stderr)
+        return 1
     print(table(loop, rows, args.n1, args.n2))
     return 1 if any(r[1] is None for r in rows) else 0
 

@@ -92,7 +92,8 @@ size_t lfh_malloc_mmap_start(void);
 /* The bytes by which lfheap grows its address space at a time (an arena). */
 size_t lfh_malloc_extend(void);
 
-/* The libraries also export these three without the prefix, as weak symbols (below). */
+/* The installed libraries also export these three without the prefix, as weak symbols
+ * (below). */
 size_t malloc_size(void *ptr);
 size_t malloc_alignment(void *ptr);
 bool malloc_zero_fill(void *ptr);
@@ -189,8 +190,8 @@ struct mallinfo2 lfh_mallinfo2(void);
 /* Accepts glibc's parameters (returns 1) and ignores them; 0 for unknown ones. */
 int lfh_mallopt(int param, int value);
 
-/* Every library also exports malloc_stats_fd without the prefix, and the others above
- * under glibc's names: malloc_stats, malloc_info, mallinfo, mallinfo2, mallopt. */
+/* Every installed library also exports malloc_stats_fd without the prefix, and the others
+ * above under glibc's names: malloc_stats, malloc_info, mallinfo, mallinfo2, mallopt. */
 int malloc_stats_fd(int fd);
 
 /* Debug builds (docs/DEBUGGING.md): a program may define this (llheap's hook) to

@@ -42,6 +42,13 @@ $(BUILD)/t-static/test_static_archive: tests/test_static_archive.c tests/test_st
 	    -ltest_static_archive -Wl,-rpath,$(abspath $(BUILD)/t-static) -ldl
 TEST_BINS += $(BUILD)/t-static/test_static_archive
 
+# A program with names of its own that lfheap uses internally, linked with the archive.
+$(BUILD)/t-static/test_static_own_names: tests/test_static_own_names.c tests/testutil.h \
+                                         $(BUILD)/liblfheap.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/liblfheap.a
+TEST_BINS += $(BUILD)/t-static/test_static_own_names
+
 # The thread tests linked with the static archives (release and statistics): there the
 # test's constructor of priority 101 makes its 33 keys before lfheap's constructors make
 # their exit keys, which then lie past glibc's first 32 (tests/test_threads.c).

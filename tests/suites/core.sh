@@ -160,6 +160,16 @@ else
         <(printf '%s\n' "$archive_names") <(printf '%s\n' "$so_names") | grep '^[<>]' | head -5 |
         tr '\n' ' ')"
 fi
+# Its internal names are local to its object: a program may define its own buddy_alloc.
+run static-archive-own-names build/t-static/test_static_own_names
+hidden_names=$(readelf -sW build/liblfheap.a |
+               awk '$7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK") && $6 != "DEFAULT" {print $8}')
+if [ -z "$hidden_names" ]; then
+    pass static-archive-no-internal-names
+else
+    fail static-archive-no-internal-names "global but hidden: $(printf '%s\n' "$hidden_names" |
+        head -5 | tr '\n' ' ')"
+fi
 llheap_names="aalloc amemalign cmemalign resize resizearray aligned_resize aligned_resizearray
     aligned_realloc aligned_reallocarray posix_realloc posix_reallocarray posix_aligned_realloc
     posix_aligned_reallocarray malloc_size malloc_alignment malloc_zero_fill malloc_remote
