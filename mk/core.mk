@@ -15,7 +15,7 @@ TEST_BINS += $(BUILD)/t-plain/test_hugepages $(BUILD)/t-plain/test_guard_budget 
 LLHEAP_NAMES_DEPS := tests/test_llheap_names.c tests/testutil.h include/lfheap.h
 $(BUILD)/t-llheap/test_llheap_names: $(LLHEAP_NAMES_DEPS) $(BUILD)/liblfheap.so
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) $< -o $@ -L$(BUILD) -llfheap -Wl,-rpath,$(abspath $(BUILD))
+	$(CC) $(TEST_CFLAGS) $< -o $@ -L$(BUILD) -llfheap -Wl,-rpath,'$(abspath $(BUILD))'
 $(BUILD)/t-llheap/test_llheap_names_static: $(LLHEAP_NAMES_DEPS) $(BUILD)/liblfheap.a
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/liblfheap.a
@@ -39,7 +39,7 @@ $(BUILD)/t-static/test_static_archive: tests/test_static_archive.c tests/test_st
                                        $(BUILD)/t-static/libtest_static_archive.so
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $< -o $@ $(BUILD)/liblfheap.a -L$(BUILD)/t-static \
-	    -ltest_static_archive -Wl,-rpath,$(abspath $(BUILD)/t-static) -ldl
+	    -ltest_static_archive -Wl,-rpath,'$(abspath $(BUILD)/t-static)' -ldl
 TEST_BINS += $(BUILD)/t-static/test_static_archive
 
 # A program with names of its own that lfheap uses internally, linked with the archive.

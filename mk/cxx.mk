@@ -8,7 +8,7 @@
 CLANGXX    ?= clang++
 CXX_TEST_FLAGS := -std=c++17 $(WARN) -O1 -g -Iinclude -pthread -fsized-deallocation
 CXX_TEST_DEPS  := tests/test_cxx.cc tests/testutil.h include/lfheap.h mk/cxx.mk
-CXX_LINKED     := -L$(BUILD) -llfheap -Wl,-rpath,$(abspath $(BUILD))
+CXX_LINKED     := -L$(BUILD) -llfheap -Wl,-rpath,'$(abspath $(BUILD))'
 HAVE_LIBCXX    := $(shell $(CLANGXX) -stdlib=libc++ -x c++ -fsyntax-only -include new \
                       /dev/null 2>/dev/null && echo yes)
 
