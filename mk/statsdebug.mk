@@ -13,7 +13,7 @@ endef
 $(foreach v,stats stats-debug debug,$(eval $(call statsdebug_rules,$(v))))
 # test_invariants calls lfheap's internals (pagemap_set, heap_give_back), which the
 # archive keeps local to its one object: it links the debug build's objects themselves.
-$(BUILD)/t-debug/test_invariants: tests/test_invariants.c $$(OBJS_debug) $(wildcard tests/*.h)
+$(BUILD)/t-debug/test_invariants: tests/test_invariants.c $(OBJS_debug) $(wildcard tests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_CFLAGS) $< -o $@ $(OBJS_debug) -lm
 

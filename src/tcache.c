@@ -176,6 +176,17 @@ static void set_limit(struct tcache *tc, unsigned cls, uint32_t limit)
 
 static unsigned give_back_list(void *list, uint32_t length);
 
+/* Gives back the spare magazine of a class (`cold`), if it has one. */
+static void give_back_spare(struct tcache_cold *cold)
+{
+    void *spare = cold->spare;
+    if (!spare)
+        return;
+    cold->spare = NULL;
+    LFH_PARK(TCACHE_FLUSH_CUT); /* the same state as a flush's: blocks in hand */
+    give_back_list(spare, cold->spare_count);
+}
+
 /* Class `hot` must grow and the share has no room: every other counted class above its
  * floor halves its limit, and each gives back its spare magazine. A class still in use
  * grows again at its next fill after an overflow; one the thread no longer uses stops
@@ -189,12 +200,7 @@ static void make_room(struct tcache *tc, unsigned hot)
             continue;
         if (cold->limit > TCACHE_LIMIT_FLOOR)
             set_limit(tc, cls, cold->limit / 2);
-        void *spare = cold->spare;
-        if (!spare)
-            continue;
-        cold->spare = NULL;
-        LFH_PARK(TCACHE_FLUSH_CUT); /* the same state as a flush's: blocks in hand */
-        give_back_list(spare, cold->spare_count);
+        give_back_spare(cold);
     }
 }
 
@@ -650,13 +656,7 @@ static void sweep_idle_classes(struct tcache *tc)
             cold->tick_mark = mark;
             continue;
         }
-        void *spare = cold->spare;
-        if (spare) {
-            cold->spare = NULL;
-            LFH_PARK(TCACHE_FLUSH_CUT);
-            give_back_list(spare, cold->spare_count);
-            cold->spare_count = 0;
-        }
+        give_back_spare(cold);
         if (bin->head)
             halve_list(tc, cls);
         cold->tick_mark = list_mark(bin);
