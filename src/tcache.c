@@ -596,8 +596,24 @@ static void flush_bin(void *block)
         give_back_list(rest, rest_count);
 }
 
+/* The list from `list` holds exactly `count` blocks: it ends after them, not before and
+ * not after (a cycle, which a double free the free mark missed makes, never ends). */
+static bool list_holds(void *list, uint32_t count)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        if (!list)
+            return false;
+        list = heap_link_get(list);
+    }
+    return list == NULL;
+}
+
 /* Cuts the list of class `cls` to its first half, the blocks freed last (none of a list
- * of one), and gives back the rest. */
+ * of one), and gives back the rest. A corrupted list stays where it is (list_corrupted):
+ * a double free that went onto the list twice left a block linked to itself, and a cut
+ * at that block gave back the block the kept half still held, which the superblock then
+ * counted twice: the program crashed at the next trim (idle_sweeps_leave_a_corrupted_list
+ * in tests/test_api.c). */
 static void halve_list(struct tcache *tc, unsigned cls)
 {
     struct tcache_bin *bin = &tc->bins[cls];
@@ -605,14 +621,19 @@ static void halve_list(struct tcache *tc, unsigned cls)
     uint32_t length = cold->list_base - (uint32_t)bin->credit;
     uint32_t keep = length / 2;
     void *rest = bin->head;
-    if (keep) {
-        void *last_kept = bin->head;
-        for (uint32_t i = 1; i < keep; i++)
-            if ((last_kept = heap_link_get(last_kept)) == NULL)
-                return; /* shorter than its count: left to give_back_list's check */
+    void *last_kept = NULL;
+    for (uint32_t i = 0; i < keep; i++) {
+        last_kept = rest;
+        if (!last_kept)
+            break;
         rest = heap_link_get(last_kept);
-        heap_link_set(last_kept, NULL);
     }
+    if ((keep && !last_kept) || !list_holds(rest, length - keep)) {
+        list_corrupted(rest);
+        return;
+    }
+    if (keep)
+        heap_link_set(last_kept, NULL);
     bin_install(bin, cold, keep ? bin->head : NULL, keep);
     LFH_PARK(TCACHE_FLUSH_CUT);
     give_back_list(rest, length - keep);
