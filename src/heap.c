@@ -336,7 +336,7 @@ static bool superblock_take_all(struct descriptor *d, uint64_t tid, struct heap_
     return true;
 }
 
-bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out)
+bool heap_fill_partial(unsigned cls, uint64_t tid, struct heap_fill *out)
 {
     arena_tick();
     for (unsigned i = 0; i < HEAP_SHARDS; i++) {
@@ -348,6 +348,11 @@ bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out)
                 return true;
         }
     }
+    return false;
+}
+
+bool heap_fill_new(unsigned cls, uint64_t tid, struct heap_fill *out)
+{
     return superblock_new(cls, tid, out);
 }
 

@@ -145,10 +145,19 @@ struct heap_fill {
     char *bump_end;
 };
 
-/* Takes every free block of one superblock of class `cls` for the cache of thread `tid`:
- * a partial superblock (its owner's shard first) or a fresh one. False when out of
+/* Takes every free block of one partial superblock of class `cls` for the cache of
+ * thread `tid` (its owner's shard first). False if there is none. */
+bool heap_fill_partial(unsigned cls, uint64_t tid, struct heap_fill *out);
+
+/* A new superblock of class `cls` for the cache of thread `tid`. False when out of
  * memory. */
-bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out);
+bool heap_fill_new(unsigned cls, uint64_t tid, struct heap_fill *out);
+
+/* A partial superblock's free blocks, else a new superblock's. False when out of memory. */
+static inline bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out)
+{
+    return heap_fill_partial(cls, tid, out) || heap_fill_new(cls, tid, out);
+}
 
 /* Gives back `count` blocks of `desc` linked from `first` to `last` (count may be 0 with
  * first NULL), and, if `bump` is not NULL, the uncarved tail starting at `bump`, which

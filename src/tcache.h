@@ -88,6 +88,7 @@ struct tcache {
     uint16_t free_ticks;
     void *remote_head; /* blocks of superblocks other threads own, to return in batches */
     uint32_t remote_count;
+    uint32_t new_bytes;   /* of superblocks taken new since the last sweep of idle classes */
     uint64_t limit_bytes; /* sum of (limit - floor) x block size over the classes filled */
     struct tcache_cold cold[HEAP_CLASSES];
 };

@@ -617,6 +617,54 @@ static void idle_classes_give_their_blocks_back(void)
     CHECK(seen.held_after == 0);
 }
 
+/* A thread that moves on to other classes and only allocates (a phase that builds a
+ * structure of other sizes, or of calloc's blocks) takes no purge tick: the classes it
+ * left give back what they cached before its fills take new superblocks
+ * (TCACHE_SWEEP_NEW_BYTES), instead of keeping those blocks, and the superblocks they
+ * lie in, while new pages fault in. */
+enum { NEW_PHASE_SIZE = 192, NEW_PHASE_BYTES = 8 << 20 };
+
+static void *leave_a_class_for_new_superblocks(void *out)
+{
+    struct idle_seen *seen = out;
+    static void *blocks[IDLE_BLOCKS];
+    enum { KEPT = NEW_PHASE_BYTES / NEW_PHASE_SIZE };
+    static unsigned char *kept[KEPT];
+    seen->intact = true;
+    for (int i = 0; i < IDLE_BLOCKS; i++) {
+        blocks[i] = T_MALLOC(IDLE_SIZE);
+        REQUIRE(blocks[i] != NULL);
+        memset(blocks[i], i & 0xff, IDLE_SIZE);
+    }
+    for (int i = 0; i < IDLE_BLOCKS; i++)
+        T_FREE(blocks[i]);
+    seen->held_before = cached_blocks(sizeclass_of(IDLE_SIZE));
+    for (int i = 0; i < KEPT; i++) {
+        kept[i] = T_MALLOC(NEW_PHASE_SIZE);
+        REQUIRE(kept[i] != NULL);
+        memset(kept[i], i & 0xff, NEW_PHASE_SIZE);
+    }
+    seen->held_after = cached_blocks(sizeclass_of(IDLE_SIZE));
+    for (int i = 0; i < KEPT; i++) {
+        seen->intact &= kept[i][0] == (i & 0xff) && kept[i][NEW_PHASE_SIZE - 1] == (i & 0xff);
+        T_FREE(kept[i]);
+    }
+    return NULL;
+}
+
+static void classes_left_give_back_before_new_superblocks(void)
+{
+    pthread_t t;
+    struct idle_seen seen;
+    REQUIRE(pthread_create(&t, NULL, leave_a_class_for_new_superblocks, &seen) == 0);
+    pthread_join(t, NULL);
+    printf("  %d-byte blocks cached: %u after the frees, %u after %d MiB of %d-byte blocks\n",
+           IDLE_SIZE, seen.held_before, seen.held_after, NEW_PHASE_BYTES >> 20, NEW_PHASE_SIZE);
+    CHECK(seen.intact);
+    CHECK(seen.held_before >= 16);
+    CHECK(seen.held_after == 0);
+}
+
 /* A child forked while other threads hold caches has only the forking thread: its share
  * is the whole budget again, where it would otherwise stay divided by the parent's
  * threads for the child's whole life. */
@@ -749,6 +797,7 @@ int main(int argc, char **argv)
     RUN(caches_share_a_budget);
     RUN(forked_child_gets_the_whole_budget);
     RUN(idle_classes_give_their_blocks_back);
+    RUN(classes_left_give_back_before_new_superblocks);
 #endif
     RUN(thread_churn_keeps_rss_flat);
     RUN(first_allocation_inside_pthread_setspecific);
