@@ -68,9 +68,9 @@ static inline void busy_leave(void)
  * fills (alloc_slow): a thread that moves on to other classes (from malloc'd blocks to
  * calloc's tracked ones, or to other sizes) otherwise kept the blocks the classes it left
  * had cached, and the superblocks they lay in, while it faulted in new ones. A sweep is
- * a walk of the classes (about 700 instructions with their lists empty), so it waits
- * for four superblocks of 64 KiB: 6% more instructions for a thread that takes a new
- * superblock every 8 blocks of 8,000 bytes and frees nothing, 24% with a sweep at each. */
+ * a walk of the 80 classes, about 800 instructions, so it waits for four superblocks of
+ * 64 KiB: a thread that takes a new superblock every 8 blocks of 8,000 bytes and frees
+ * nothing runs 6.5% more instructions (24% with a sweep at every new superblock). */
 #define TCACHE_SWEEP_NEW_BYTES ((uint32_t)256 << 10)
 
 /* Caches set up and not yet handed back: what the budget is shared among. Relaxed
@@ -628,6 +628,19 @@ static bool list_holds(void *list, uint32_t count)
     return list == NULL;
 }
 
+/* The blocks on a class's list by its count (*length); false when the count cannot be
+ * right: the list handed out more blocks than it held, which a block that a missed double
+ * free linked to itself makes it do (the block comes round at every pop). No walk may
+ * trust that count: near 2^32, it had a sweep walk the cycle for minutes. */
+static bool list_count(const struct tcache_bin *bin, const struct tcache_cold *cold,
+                       uint32_t *length)
+{
+    if ((int64_t)bin->credit > (int64_t)cold->list_base)
+        return false;
+    *length = cold->list_base - (uint32_t)bin->credit;
+    return true;
+}
+
 /* Cuts the list of class `cls` to its first half, the blocks freed last (none of a list
  * of one), and gives back the rest. A corrupted list stays where it is (list_corrupted):
  * a double free that went onto the list twice left a block linked to itself, and a cut
@@ -638,7 +651,11 @@ static void halve_list(struct tcache *tc, unsigned cls)
 {
     struct tcache_bin *bin = &tc->bins[cls];
     struct tcache_cold *cold = &tc->cold[cls];
-    uint32_t length = cold->list_base - (uint32_t)bin->credit;
+    uint32_t length;
+    if (!list_count(bin, cold, &length)) {
+        list_corrupted(bin->head);
+        return;
+    }
     uint32_t keep = length / 2;
     void *rest = bin->head;
     void *last_kept = NULL;
@@ -669,22 +686,22 @@ static uint16_t list_mark(const struct tcache_bin *bin)
     return (uint16_t)seen;
 }
 
-/* The sweep of idle classes, at each purge tick of the thread's frees (every 65,536th
- * free that stayed in the cache: tcache_free) and before a fill takes a new superblock
+/* The sweep of idle classes, at each purge tick of the thread's frees (every 65,536th free
+ * that stayed in the cache: tcache_free) and before a fill takes a new superblock
  * (TCACHE_SWEEP_NEW_BYTES). A class whose list the sweep finds as the last sweep left it
- * (the same head, the same length) gives back its spare magazine and
- * the older half of its list: the blocks at the bottom were not touched for a whole
- * tick. A class the thread stopped using kept up to its limit of freed blocks for as
- * long as the thread lived, scattered over most of the class's superblocks, which stayed
- * with them: strings grown a byte at a time through every class, as gawk's
- * concatenations grow them (bench/strings-grow.c), peaked at 27.7 MB for 6 MB live, 270
- * of the 415 superblocks held only by the cache, in 2,174 slow paths for 5.2 million
- * allocations. Such a class empties in a few ticks; one whose list moves keeps it, and
- * one used a block at a time (a malloc and its free, the head back where it was) keeps
- * the blocks freed last, on top, which the next allocations take (LIFO). (LRMalloc's
- * future work of adaptive caches; jemalloc's thread caches flush what stayed below a
- * low-water mark between two of their collections, which the fast path keeps.) The
- * thread's own cache, in its own slow path: nobody else is involved.
+ * (the same head, the same length) gives back its spare magazine and the older half of its
+ * list: the blocks at the bottom were not touched since that sweep. A class the thread
+ * stopped using kept up to its limit of freed blocks for as long as the thread lived,
+ * scattered over most of the class's superblocks, which stayed with them: strings grown a
+ * byte at a time through every class, as gawk's concatenations grow them
+ * (bench/strings-grow.c), peaked at 27.7 MB for 6 MB live, 270 of the 415 superblocks held
+ * only by the cache, in 2,174 slow paths for 5.2 million allocations. Such a class empties
+ * in a few ticks; one whose list moves keeps it, and one used a block at a time (a malloc
+ * and its free, the head back where it was) keeps the blocks freed last, on top, which the
+ * next allocations take (LIFO). (LRMalloc's future work of adaptive caches; jemalloc's
+ * thread caches flush what stayed below a low-water mark between two of their collections,
+ * which the fast path keeps.) The thread's own cache, in its own slow path: nobody else is
+ * involved.
  */
 static void sweep_idle_classes(struct tcache *tc)
 {
@@ -804,7 +821,12 @@ static unsigned flush_class(struct tcache *tc, unsigned cls)
     struct tcache_bin *bin = &tc->bins[cls];
     struct tcache_cold *cold = &tc->cold[cls];
     void *list = bin->head;
-    uint32_t length = cold->list_base - (uint32_t)bin->credit;
+    uint32_t length;
+    if (!list_count(bin, cold, &length)) {
+        list_corrupted(list); /* left where it is: dropped with the cache's list */
+        list = NULL;
+        length = 0;
+    }
     bin_install(bin, cold, NULL, 0);
     unsigned cached = give_back_list(list, length);
     if (list)
@@ -883,7 +905,12 @@ static void trim_for_orphan(struct tcache *tc)
             continue; /* most classes of a short thread: nothing to trim */
         give_back_list(cold->spare, cold->spare_count);
         cold->spare = NULL;
-        uint32_t length = cold->list_base - (uint32_t)bin->credit;
+        uint32_t length;
+        if (!list_count(bin, cold, &length)) {
+            list_corrupted(bin->head); /* left where it is: dropped with the cache's list */
+            bin_install(bin, cold, NULL, 0);
+            continue;
+        }
         size_t block_size = sizeclass_block_size[heap_size_class(cls)];
         if ((size_t)length * block_size <= budget) {
             budget -= (size_t)length * block_size; /* the whole list stays, unwalked */
