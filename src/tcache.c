@@ -631,7 +631,7 @@ static bool list_holds(void *list, uint32_t count)
 /* The blocks on a class's list by its count (*length); false when the count cannot be
  * right: the list handed out more blocks than it held, which a block that a missed double
  * free linked to itself makes it do (the block comes round at every pop). No walk may
- * trust that count: near 2^32, it had a sweep walk the cycle for over half a minute. */
+ * trust that count: near 2^32, it had a sweep walk the cycle for more than 25 s. */
 static bool list_count(const struct tcache_bin *bin, const struct tcache_cold *cold,
                        uint32_t *length)
 {
