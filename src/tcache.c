@@ -657,15 +657,14 @@ static void halve_list(struct tcache *tc, unsigned cls)
         return;
     }
     uint32_t keep = length / 2;
-    void *rest = bin->head;
-    void *last_kept = NULL;
-    for (uint32_t i = 0; i < keep; i++) {
+    void *rest = bin->head, *last_kept = NULL;
+    for (uint32_t i = 0; i < keep && rest; i++) {
         last_kept = rest;
-        if (!last_kept)
-            break;
-        rest = heap_link_get(last_kept);
+        rest = heap_link_get(rest);
     }
-    if ((keep && !last_kept) || !list_holds(rest, length - keep)) {
+    /* A list that ends before the cut leaves rest NULL, which list_holds refuses too: the
+     * rest has at least one block by the count. */
+    if (!list_holds(rest, length - keep)) {
         list_corrupted(rest);
         return;
     }
