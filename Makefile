@@ -22,8 +22,20 @@ CSTD    := -std=gnu11 -D_GNU_SOURCE
 # resolver saves the CPU's whole extended state on the stack (about 11 KiB with AMX): a
 # handler on an 8 KiB alternate stack whose call was the first to decommit a batch of
 # runs overflowed it (allocating_handlers_fit_sigstksz in tests/test_signals.c).
-LIBFLAGS := $(CSTD) $(WARN) -Wundef -O2 -g -fPIC -fvisibility=hidden -ftls-model=initial-exec \
-            -fno-semantic-interposition -fno-stack-protector -fno-math-errno -fno-plt -Iinclude -Isrc
+# The libraries honour the usual CFLAGS, CPPFLAGS and LDFLAGS (a distribution's build flags,
+# say): CFLAGS replaces the default optimisation and debug flags and may turn the stack
+# protector back on; the flags after it are what lfheap needs to work (hidden internals,
+# initial-exec TLS, -fno-plt) and cannot be overridden.
+CFLAGS  ?= -O2 -g
+LDFLAGS ?=
+LIBFLAGS := $(CSTD) $(WARN) -Wundef -fno-stack-protector $(CPPFLAGS) $(CFLAGS) -fPIC \
+            -fvisibility=hidden -ftls-model=initial-exec -fno-semantic-interposition \
+            -fno-math-errno -fno-plt -Iinclude -Isrc
+# The ABI version: the shared libraries' sonames are liblfheap.so.$(ABI_VERSION) (and
+# liblfheap-stats.so.$(ABI_VERSION), ...); it changes only when a change to include/*.h
+# breaks programs linked with an earlier version.
+VERSION     := 0.1.0
+ABI_VERSION := 1
 # src/park.c holds the hook of the test-only parking points (src/park.h): only the
 # parking variants of mk/park.mk compile it.
 LIB_SRC := $(filter-out src/park.c,$(wildcard src/*.c)) $(wildcard src/*.S)
@@ -62,11 +74,11 @@ TEXT_stats-debug = $(TEXT_release)
 TEXT_secure = $(TEXT_release)
 
 define variant_rules
-$(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile
+$(BUILD)/obj/$(1)/%.o: src/%.c $(LIB_HDR) Makefile $(BUILD)/lib-flags
 	@mkdir -p $$(@D)
 	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
 	$$(TEXT_$(1))
-$(BUILD)/obj/$(1)/%.o: src/%.S $(LIB_HDR) Makefile
+$(BUILD)/obj/$(1)/%.o: src/%.S $(LIB_HDR) Makefile $(BUILD)/lib-flags
 	@mkdir -p $$(@D)
 	$$(CC) $$(LIBFLAGS) $$(FLAGS_$(1)) -c $$< -o $$@
 	$$(TEXT_$(1))
@@ -77,6 +89,7 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 $(foreach v,$(VARIANTS),$(BUILD)/obj/$(v)/api_cxx.o): LIBFLAGS += -fexceptions
 
 
+
 .SECONDEXPANSION:
 # Keep intermediate libraries and objects between runs.
 .SECONDARY:
@@ -85,11 +98,25 @@ all: $(BUILD)/liblfheap.so $(BUILD)/liblfheap.a
 
 variants: all $(LLHEAP_VARIANTS)
 
+# build/lib-flags holds the compiler and flags the libraries were built with, rewritten
+# when they change, so that `make CFLAGS=...` after an earlier build rebuilds them.
+LIB_BUILD_FLAGS := $(CC) $(LIBFLAGS) $(LDFLAGS)
+ifneq ($(file <$(BUILD)/lib-flags),$(LIB_BUILD_FLAGS))
+$(shell mkdir -p $(BUILD))
+$(file >$(BUILD)/lib-flags,$(LIB_BUILD_FLAGS))
+endif
+$(BUILD)/lib-flags: ;
+
+# Each shared library is built as build/NAME.so, with the soname NAME.so.$(ABI_VERSION)
+# and a link of that name beside it, which programs linked with -llfheap load.
 $(BUILD)/liblfheap.so: $(OBJS_release)
-	$(CC) -shared -Wl,-soname,liblfheap.so -Wl,-z,now -o $@ $^ -lpthread
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,liblfheap.so.$(ABI_VERSION) -Wl,-z,now -o $@ $^ -lpthread
+	ln -sf liblfheap.so $@.$(ABI_VERSION)
 
 $(BUILD)/liblfheap-%.so: $$(OBJS_$$*)
-	$(CC) -shared -Wl,-soname,liblfheap-$*.so -Wl,-z,now -o $@ $^ -lpthread
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,liblfheap-$*.so.$(ABI_VERSION) -Wl,-z,now -o $@ $^ \
+	    -lpthread
+	ln -sf liblfheap-$*.so $@.$(ABI_VERSION)
 
 # The release archives hold one object, all of the library's objects linked into one with
 # `ld -r`, so that a program referencing any of lfheap's names (its own malloc and free,
@@ -178,13 +205,21 @@ lint:
 	        exit 1; \
 	done
 
+# Each shared library goes in as NAME.so.$(VERSION), with the links NAME.so.$(ABI_VERSION)
+# (its soname, which programs load) and NAME.so (which -llfheap finds).
+LIBDIR ?= $(PREFIX)/lib
 install: variants
-	install -d "$(DESTDIR)$(PREFIX)/lib" "$(DESTDIR)$(PREFIX)/include" \
-	    "$(DESTDIR)$(PREFIX)/lib/pkgconfig"
-	install -m 755 $(BUILD)/liblfheap.so $(filter %.so,$(LLHEAP_VARIANTS)) "$(DESTDIR)$(PREFIX)/lib/"
-	install -m 644 $(BUILD)/liblfheap.a $(filter %.a,$(LLHEAP_VARIANTS)) "$(DESTDIR)$(PREFIX)/lib/"
+	install -d "$(DESTDIR)$(LIBDIR)" "$(DESTDIR)$(PREFIX)/include" "$(DESTDIR)$(LIBDIR)/pkgconfig"
+	for so in $(BUILD)/liblfheap.so $(filter %.so,$(LLHEAP_VARIANTS)); do \
+	    name=$$(basename "$$so"); \
+	    install -m 755 "$$so" "$(DESTDIR)$(LIBDIR)/$$name.$(VERSION)" && \
+	    ln -sf "$$name.$(VERSION)" "$(DESTDIR)$(LIBDIR)/$$name.$(ABI_VERSION)" && \
+	    ln -sf "$$name.$(ABI_VERSION)" "$(DESTDIR)$(LIBDIR)/$$name" || exit 1; \
+	done
+	install -m 644 $(BUILD)/liblfheap.a $(filter %.a,$(LLHEAP_VARIANTS)) "$(DESTDIR)$(LIBDIR)/"
 	install -m 644 include/lfheap.h include/lfheap_buddy.h "$(DESTDIR)$(PREFIX)/include/"
-	sed -e 's|@PREFIX@|$(PREFIX)|g' lfheap.pc.in > "$(DESTDIR)$(PREFIX)/lib/pkgconfig/lfheap.pc"
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    lfheap.pc.in > "$(DESTDIR)$(LIBDIR)/pkgconfig/lfheap.pc"
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Packaging: `make install` into a staging directory (DESTDIR) puts every library, header
+# and the pkg-config file where a distribution expects them, with versioned sonames; a
+# program built against the installed copy runs on it; and the build honours CFLAGS and
+# LDFLAGS, rebuilding when they change. Prints one PASS/FAIL line per check.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/suite.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dest=$tmp/stage
+abi=$(sed -n 's/^ABI_VERSION *:= *//p' Makefile)
+version=$(sed -n 's/^VERSION *:= *//p' Makefile)
+libdir=$dest/usr/lib/x86_64-linux-gnu
+
+if make -s install DESTDIR="$dest" PREFIX=/usr LIBDIR=/usr/lib/x86_64-linux-gnu \
+        >"$tmp/install.log" 2>&1; then
+    pass install-runs
+else
+    tail -20 "$tmp/install.log"
+    fail install-runs
+fi
+
+# Each shared library: NAME.so.VERSION a file whose soname is NAME.so.ABI, NAME.so.ABI a
+# link to it, NAME.so a link to NAME.so.ABI; each archive a file.
+bad=""
+for name in liblfheap liblfheap-stats liblfheap-debug liblfheap-stats-debug liblfheap-secure; do
+    so=$libdir/$name.so
+    if [ ! -f "$so.$version" ] || [ -L "$so.$version" ]; then
+        bad="$bad $name.so.$version-not-a-file"
+        continue
+    fi
+    soname=$(readelf -d "$so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+    [ "$soname" = "$name.so.$abi" ] || bad="$bad $name-soname=$soname"
+    [ "$(readlink "$so.$abi")" = "$name.so.$version" ] || bad="$bad $name.so.$abi-link"
+    [ "$(readlink "$so")" = "$name.so.$abi" ] || bad="$bad $name.so-link"
+    [ -f "$libdir/$name.a" ] || bad="$bad $name.a"
+done
+for header in lfheap.h lfheap_buddy.h; do
+    [ -f "$dest/usr/include/$header" ] || bad="$bad $header"
+done
+[ -z "$bad" ] && pass install-layout || fail install-layout "$bad"
+
+pc=$libdir/pkgconfig/lfheap.pc
+if grep -qx "Version: $version" "$pc" && grep -qx "libdir=/usr/lib/x86_64-linux-gnu" "$pc" &&
+        grep -qx "prefix=/usr" "$pc"; then
+    pass install-pkgconfig
+else
+    fail install-pkgconfig "$(cat "$pc" 2>&1 | tr '\n' ' ')"
+fi
+
+# A program compiled and linked against the staged copy (the flags pkg-config gives, with
+# the staging directory in front), run with it: it must need liblfheap.so.ABI, and its
+# malloc must be lfheap's (the extended API sees the block).
+cat >"$tmp/prog.c" <<'EOF'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <lfheap.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(void)
+{
+    char *p = malloc(1000);
+    Dl_info info;
+    if (p == NULL || malloc_size(p) < 1000 || dladdr((void *)malloc, &info) == 0) {
+        puts("malloc is not lfheap's");
+        return 1;
+    }
+    memset(p, 7, 1000);
+    free(p);
+    printf("%s\n", info.dli_fname);
+    return 0;
+}
+EOF
+cflags=$(PKG_CONFIG_SYSROOT_DIR=$dest PKG_CONFIG_LIBDIR=$libdir/pkgconfig \
+         pkg-config --cflags --libs lfheap 2>/dev/null ||
+         echo "-I$dest/usr/include -L$libdir -llfheap")
+# shellcheck disable=SC2086
+if ${CC:-cc} "$tmp/prog.c" -o "$tmp/prog" $cflags -ldl 2>"$tmp/cc.log"; then
+    needed=$(readelf -d "$tmp/prog" | sed -n 's/.*(NEEDED).*\[\(liblfheap.*\)\]/\1/p')
+    served=$(LD_LIBRARY_PATH=$libdir "$tmp/prog" 2>&1)
+    if [ "$needed" = "liblfheap.so.$abi" ] && [ "$served" = "$libdir/liblfheap.so.$abi" ]; then
+        pass install-link-and-run
+    else
+        fail install-link-and-run "needs '$needed', served by '$served'"
+    fi
+else
+    cat "$tmp/cc.log"
+    fail install-link-and-run "does not compile against the staged copy"
+fi
+
+# CFLAGS and LDFLAGS reach the libraries' build, and a change of either rebuilds them: a
+# build with the stack protector on everything and no build id, then the same build
+# directory with the defaults again.
+build=$tmp/build
+flagged() {
+    nm -D --undefined-only "$build/liblfheap.so" | grep -q __stack_chk_fail &&
+        ! readelf -n "$build/liblfheap.so" | grep -q 'Build ID'
+}
+if make -s BUILD="$build" CFLAGS="-O2 -g -fstack-protector-all" \
+        LDFLAGS="-Wl,--build-id=none" "$build/liblfheap.so" >"$tmp/flags.log" 2>&1 &&
+        flagged; then
+    pass build-honours-cflags-ldflags
+else
+    tail -20 "$tmp/flags.log"
+    fail build-honours-cflags-ldflags "no stack protector or a build id in the library"
+fi
+if make -s BUILD="$build" "$build/liblfheap.so" >"$tmp/flags.log" 2>&1 && ! flagged; then
+    pass build-rebuilds-on-new-flags
+else
+    tail -20 "$tmp/flags.log"
+    fail build-rebuilds-on-new-flags "the library kept the earlier flags"
+fi
