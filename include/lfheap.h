@@ -11,8 +11,15 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#ifndef __cplusplus
+/* The routines that answer yes or no return bool: C99's and C++'s, and in a C89 program
+ * the same type, _Bool, taken as a GNU extension so that -pedantic does not object. */
+#if defined(__cplusplus)
+#define LFH_BOOL bool
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L
 #include <stdbool.h>
+#define LFH_BOOL bool
+#else
+#define LFH_BOOL __extension__ _Bool
 #endif
 
 #ifdef __cplusplus
@@ -81,11 +88,11 @@ size_t lfh_malloc_size(void *ptr);
  * pointers. */
 size_t lfh_malloc_alignment(void *ptr);
 /* Whether the block has the sticky zero-fill property. */
-bool lfh_malloc_zero_fill(void *ptr);
+LFH_BOOL lfh_malloc_zero_fill(void *ptr);
 /* Whether the block belongs to another thread's heap: a small block whose superblock the
  * calling thread's cache does not own, so that freeing it here sends it back rather
  * than into this thread's cache. False for large blocks, NULL and foreign pointers. */
-bool lfh_malloc_remote(void *ptr);
+LFH_BOOL lfh_malloc_remote(void *ptr);
 /* Requests above this many bytes get a mapping of their own instead of arena pages
  * (llheap's crossover to mmap). */
 size_t lfh_malloc_mmap_start(void);
@@ -96,7 +103,7 @@ size_t lfh_malloc_extend(void);
  * (below). */
 size_t malloc_size(void *ptr);
 size_t malloc_alignment(void *ptr);
-bool malloc_zero_fill(void *ptr);
+LFH_BOOL malloc_zero_fill(void *ptr);
 
 /*
  * Statistics (docs/STATISTICS.md). Every build has these routines; the -stats
@@ -217,7 +224,7 @@ int posix_realloc(void **ptrp, size_t size);
 int posix_reallocarray(void **ptrp, size_t dim, size_t elem_size);
 int posix_aligned_realloc(void **ptrp, size_t alignment, size_t size);
 int posix_aligned_reallocarray(void **ptrp, size_t alignment, size_t dim, size_t elem_size);
-bool malloc_remote(void *ptr);
+LFH_BOOL malloc_remote(void *ptr);
 size_t malloc_mmap_start(void);
 size_t malloc_extend(void);
 void malloc_stats_clear(void);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Packaging: `make install` into a staging directory (DESTDIR) puts every library, header
-# and the pkg-config file where a distribution expects them, with versioned sonames; a
-# program built against the installed copy runs on it; and the build honours CFLAGS and
-# LDFLAGS, rebuilding when they change. Prints one PASS/FAIL line per check.
+# and the pkg-config file where a distribution expects them, with versioned sonames; the
+# headers compile in every C and C++ mode; a program built against the installed copy runs
+# on it; and the build honours CFLAGS and LDFLAGS, rebuilding when they change. Prints one
+# PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/suite.sh
@@ -90,6 +91,25 @@ else
     cat "$tmp/cc.log"
     fail install-link-and-run "does not compile against the staged copy"
 fi
+
+# The installed headers compile cleanly in every language mode a program might use, down
+# to C89 and C++98, with -pedantic (lfheap.h's bool is C99's).
+printf '#include <lfheap.h>\n#include <lfheap_buddy.h>\nint main(void) { return malloc_zero_fill(0); }\n' \
+    >"$tmp/header.c"
+bad=""
+for compiler in gcc clang g++ clang++; do
+    command -v "$compiler" >/dev/null || continue
+    case $compiler in
+    *++) standards="c++98 c++11 c++17 c++20" language=c++ ;;
+    *) standards="c89 gnu89 c99 c11 c17" language=c ;;
+    esac
+    for standard in $standards; do
+        "$compiler" -std="$standard" -x "$language" -Wall -Wextra -Werror -pedantic \
+            -I"$dest/usr/include" -c "$tmp/header.c" -o "$tmp/header.o" >"$tmp/header.log" 2>&1 ||
+            bad="$bad $compiler-$standard: $(head -1 "$tmp/header.log")"
+    done
+done
+[ -z "$bad" ] && pass install-headers-compile || fail install-headers-compile "$bad"
 
 # CFLAGS and LDFLAGS reach the libraries' build, and a change of either rebuilds them: a
 # build with the stack protector on everything and no build id, then the same build
