@@ -93,7 +93,7 @@ $(foreach v,$(VARIANTS),$(BUILD)/obj/$(v)/api_cxx.o): LIBFLAGS += -fexceptions
 .SECONDEXPANSION:
 # Keep intermediate libraries and objects between runs.
 .SECONDARY:
-.PHONY: all test test-long test-long-variants lint install clean bench bench-full fastpath variants
+.PHONY: all test test-long test-long-variants lint install uninstall clean bench bench-full fastpath variants
 all: $(BUILD)/liblfheap.so $(BUILD)/liblfheap.a
 
 variants: all $(LLHEAP_VARIANTS)
@@ -220,6 +220,15 @@ install: variants
 	install -m 644 include/lfheap.h include/lfheap_buddy.h "$(DESTDIR)$(PREFIX)/include/"
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
 	    lfheap.pc.in > "$(DESTDIR)$(LIBDIR)/pkgconfig/lfheap.pc"
+
+# Removes what install put in (the same PREFIX, LIBDIR and DESTDIR), and nothing else.
+uninstall:
+	for name in liblfheap $(patsubst $(BUILD)/%.so,%,$(filter %.so,$(LLHEAP_VARIANTS))); do \
+	    rm -f "$(DESTDIR)$(LIBDIR)/$$name.so" "$(DESTDIR)$(LIBDIR)/$$name.so.$(ABI_VERSION)" \
+	        "$(DESTDIR)$(LIBDIR)/$$name.so.$(VERSION)" "$(DESTDIR)$(LIBDIR)/$$name.a"; \
+	done
+	rm -f "$(DESTDIR)$(PREFIX)/include/lfheap.h" "$(DESTDIR)$(PREFIX)/include/lfheap_buddy.h" \
+	    "$(DESTDIR)$(LIBDIR)/pkgconfig/lfheap.pc"
 
 clean:
 	rm -rf $(BUILD)

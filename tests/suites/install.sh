@@ -2,8 +2,8 @@
 # Packaging: `make install` into a staging directory (DESTDIR) puts every library, header
 # and the pkg-config file where a distribution expects them, with versioned sonames; the
 # headers compile in every C and C++ mode; a program built against the installed copy runs
-# on it; and the build honours CFLAGS and LDFLAGS, rebuilding when they change. Prints one
-# PASS/FAIL line per check.
+# on it; uninstall takes it all out again; and the build honours CFLAGS and LDFLAGS,
+# rebuilding when they change. Prints one PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/suite.sh
@@ -132,4 +132,20 @@ if make -s BUILD="$build" "$build/liblfheap.so" >"$tmp/flags.log" 2>&1 && ! flag
 else
     tail -20 "$tmp/flags.log"
     fail build-rebuilds-on-new-flags "the library kept the earlier flags"
+fi
+
+# uninstall takes out every file install put in, and nothing else: a file of the
+# program's own in the same directories stays.
+touch "$libdir/other.so" "$dest/usr/include/other.h"
+if make -s uninstall DESTDIR="$dest" PREFIX=/usr LIBDIR=/usr/lib/x86_64-linux-gnu \
+        >"$tmp/uninstall.log" 2>&1; then
+    left=$(cd "$dest" && find . ! -type d | sort | tr '\n' ' ')
+    if [ "$left" = "./usr/include/other.h ./usr/lib/x86_64-linux-gnu/other.so " ]; then
+        pass uninstall-removes-what-install-put
+    else
+        fail uninstall-removes-what-install-put "left: $left"
+    fi
+else
+    tail -20 "$tmp/uninstall.log"
+    fail uninstall-removes-what-install-put "make uninstall failed"
 fi
