@@ -89,7 +89,6 @@ $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 $(foreach v,$(VARIANTS),$(BUILD)/obj/$(v)/api_cxx.o): LIBFLAGS += -fexceptions
 
 
-
 .SECONDEXPANSION:
 # Keep intermediate libraries and objects between runs.
 .SECONDARY:
