@@ -27,6 +27,7 @@
 
 #include "buddy.h"
 #include "common.h"
+#include "invariant.h"
 #include "os.h"
 #include "park.h"
 #include "platform.h"
@@ -68,6 +69,10 @@ _Static_assert(ARENA_MIN_CHUNK == (size_t)1 << ARENA_MIN_SHIFT, "ARENA_MIN_SHIFT
 struct arena {
     struct buddy *buddy;
     char *base;
+    /* Bytes mapped from base: ARENA_SIZE, or a power of two below it for an arena mapped
+     * when a whole one did not fit the address space (arena_map); its buddy holds the
+     * rest of the slot taken for ever, so no chunk of it is handed out. */
+    size_t backed;
     struct arena *older;                    /* next on the list; set before the push */
     _Atomic uintptr_t next[ARENA_PAGES];    /* dirty-stack link of the chunk at a page */
     _Atomic uint32_t freed_ms[ARENA_PAGES]; /* when that chunk was freed */
@@ -438,7 +443,7 @@ size_t arena_release_free_huge_pages(void)
     size_t released = 0;
     /* Acquire: as alloc_from_arenas, each arena's fields are complete. */
     for (struct arena *a = atomic_load_explicit(&arena_list, memory_order_acquire); a; a = a->older)
-        for (size_t offset = 0; offset < ARENA_SIZE; offset += OS_HUGE_PAGE_SIZE) {
+        for (size_t offset = 0; offset < a->backed; offset += OS_HUGE_PAGE_SIZE) {
             char *page = a->base + offset;
             if (!buddy_alloc_at(a->buddy, page, OS_HUGE_PAGE_SIZE))
                 continue;
@@ -830,25 +835,81 @@ static void *alloc_from_arenas(size_t chunk, struct arena **newest, bool trust_f
     return p;
 }
 
-/* Maps an arena and enters it in the registry, so that arena_free and the dirty stacks
- * find it as soon as any thread can allocate from it (once it is on the list). */
-static struct arena *arena_map(void)
+/* The smallest part of an arena mapped when a whole one does not fit: its side arrays and
+ * buddy metadata (about 250 KiB of address space) stay a quarter of it or less. */
+#define ARENA_PART_MIN ((size_t)1 << 20)
+/* Address space a part leaves free for what the heap maps to use it: a leaf of the page
+ * map (8 MiB, pagemap.c) when the part is the first in its 4 GiB, and descriptors. */
+#define ARENA_PART_ROOM ((size_t)9 << 20)
+
+/* A buddy over an ARENA_SIZE slot of which only the first *backed bytes are mapped, for
+ * a program whose address space (`ulimit -v`) has less room than an arena: the largest
+ * power of two from half an arena down to `chunk` (and ARENA_PART_MIN) that still maps
+ * with ARENA_PART_ROOM to spare. The rest of the slot is taken in the buddy at once, one
+ * chunk per power of two above *backed, and never given back; its addresses may hold
+ * anyone's mappings. NULL if not even the smallest part maps. */
+static struct buddy *arena_part_create(size_t chunk, size_t *backed)
+{
+    size_t least = chunk > ARENA_PART_MIN ? chunk : ARENA_PART_MIN;
+    for (size_t part = ARENA_SIZE / 2; part >= least; part /= 2) {
+        char *probe = os_map(part + ARENA_PART_ROOM, OS_PAGE_SIZE);
+        if (!probe)
+            continue;
+        os_unmap(probe, part + ARENA_PART_ROOM);
+        char *region = os_map(part, ARENA_SIZE);
+        if (!region)
+            continue;
+        struct buddy *b =
+            buddy_create(region, ARENA_SIZE, ARENA_MIN_CHUNK, ARENA_MAX_CHUNK, BUDDY_PACKED);
+        if (!b) {
+            os_unmap(region, part);
+            return NULL;
+        }
+        for (size_t unmapped = part; unmapped < ARENA_SIZE; unmapped *= 2) {
+            bool taken = buddy_alloc_at(b, region + unmapped, unmapped);
+            /* Nobody else sees the instance yet: each of these chunks is free. */
+            LFH_INVARIANT("arena.part_unmapped_taken", taken);
+        }
+        *backed = part;
+        return b;
+    }
+    return NULL;
+}
+
+/* Unmaps an arena's memory and metadata: the region is the buddy's own for a whole
+ * arena, the arena's for a part. */
+static void arena_unmap(struct arena *a)
+{
+    bool part = a->backed != ARENA_SIZE;
+    char *base = a->base;
+    buddy_destroy(a->buddy);
+    if (part)
+        os_unmap(base, a->backed);
+    os_unmap(a, sizeof(struct arena));
+}
+
+/* Maps an arena that holds a chunk of `chunk` bytes and enters it in the registry, so
+ * that arena_free and the dirty stacks find it as soon as any thread can allocate from it
+ * (once it is on the list). */
+static struct arena *arena_map(size_t chunk)
 {
     struct arena *a = os_map(sizeof(struct arena), OS_PAGE_SIZE);
     if (!a)
         return NULL;
+    a->backed = ARENA_SIZE;
     a->buddy = buddy_create(NULL, ARENA_SIZE, ARENA_MIN_CHUNK, ARENA_MAX_CHUNK, BUDDY_PACKED);
+    if (!a->buddy)
+        a->buddy = arena_part_create(chunk, &a->backed);
     if (!a->buddy) {
         os_unmap(a, sizeof(struct arena));
         return NULL;
     }
     a->base = buddy_base(a->buddy);
     /* Before any chunk is handed out: a page touched before the advice stays small. */
-    os_advise_huge(a->base, ARENA_SIZE);
+    os_advise_huge(a->base, a->backed);
     registry_slot *slot = registry_slot_of(a->base);
     if (!slot) {
-        buddy_destroy(a->buddy);
-        os_unmap(a, sizeof(struct arena));
+        arena_unmap(a);
         return NULL;
     }
     /* Release publishes the arena's fields to arena_of. Nobody else writes this slot: the
@@ -867,8 +928,7 @@ static void arena_discard(struct arena *a)
     registry_slot *leaf =
         atomic_load_explicit(&registry[index / REGISTRY_LEAF_SLOTS], memory_order_relaxed);
     atomic_store_explicit(&leaf[index % REGISTRY_LEAF_SLOTS], NULL, memory_order_relaxed);
-    buddy_destroy(a->buddy);
-    os_unmap(a, sizeof(struct arena));
+    arena_unmap(a);
 }
 
 /* Pushes one more arena onto the list and allocates from it. Arenas that others pushed
@@ -890,7 +950,7 @@ static void *alloc_from_new_arena(size_t chunk, struct arena *seen)
         if (p)
             break;
         seen = head;
-        if (!fresh && !(fresh = arena_map()))
+        if (!fresh && !(fresh = arena_map(chunk)))
             break;
         fresh->older = head;
         /* Release publishes the arena's fields and link to the list's readers. Relaxed on
@@ -1154,11 +1214,10 @@ unsigned arena_busy_count(void)
 {
     unsigned busy = 0;
     for (struct arena *a = arena_newest(); a; a = a->older) {
-        /* A whole-arena chunk is free only if every chunk of the arena was released and
-         * coalesced (buddy.h); give it straight back. */
-        void *whole = buddy_alloc(a->buddy, ARENA_SIZE);
-        if (whole)
-            buddy_free(a->buddy, whole);
+        /* The chunk of all its mapped bytes is free only if every chunk of the arena was
+         * released and coalesced (buddy.h); give it straight back. */
+        if (buddy_alloc_at(a->buddy, a->base, a->backed))
+            buddy_free(a->buddy, a->base);
         else
             busy++;
     }
@@ -1177,4 +1236,20 @@ unsigned arena_mapped(void)
     for (const struct arena *a = arena_newest(); a; a = a->older)
         mapped++;
     return mapped;
+}
+
+unsigned arena_mapped_of(size_t backed)
+{
+    unsigned mapped = 0;
+    for (const struct arena *a = arena_newest(); a; a = a->older)
+        mapped += a->backed == backed;
+    return mapped;
+}
+
+size_t arena_mapped_bytes(void)
+{
+    size_t bytes = 0;
+    for (const struct arena *a = arena_newest(); a; a = a->older)
+        bytes += a->backed;
+    return bytes;
 }

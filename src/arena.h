@@ -108,6 +108,11 @@ unsigned arena_busy_count(void);
 /* How many arenas are mapped (they are never unmapped): what every build's statistics
  * know without counting, and what the out-of-memory tests check. */
 unsigned arena_mapped(void);
+/* Their mapped bytes: ARENA_SIZE each, less for the parts of arenas mapped when a whole
+ * one did not fit the address space (arena_part_create in arena.c). */
+size_t arena_mapped_bytes(void);
+/* How many arenas have `backed` mapped bytes (ARENA_SIZE: whole ones), for the tests. */
+unsigned arena_mapped_of(size_t backed);
 
 /* The buddy instance of the arena that holds `chunk` (a chunk arena_alloc handed out),
  * for the tests. */

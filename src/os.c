@@ -151,6 +151,8 @@ static void *map_at(void *hint, size_t size)
     return platform_map(hint, size);
 }
 
+#define MAP_IN_PLACE_TRIES 16
+
 /* An aligned mapping without reserving more than its size: the kernel places an
  * unaligned mapping where it has room (just below the last one, as it fills the address
  * space downward); the aligned address at or below that is then usually free too, and
@@ -165,12 +167,19 @@ static void *map_aligned_in_place(size_t size, size_t align, bool *refused)
     if (!p || ((uintptr_t)p & (align - 1)) == 0)
         return p;
     unmap_or_defer(p, size);
-    char *hint = (char *)((uintptr_t)p & ~(uintptr_t)(align - 1));
-    char *q = map_at(hint, size);
-    if (q == hint)
-        return q;
-    if (q)
-        unmap_or_defer(q, size);
+    uintptr_t hint = (uintptr_t)p & ~(uintptr_t)(align - 1);
+    /* A mapping smaller than its alignment (the part of an arena mapped under a tight
+     * `ulimit -v`, which has no room for the padded way below) finds the aligned address
+     * below the kernel's choice taken by an earlier one; the aligned addresses below that
+     * are tried too, as many as MAP_IN_PLACE_TRIES. */
+    unsigned tries = size < align ? MAP_IN_PLACE_TRIES : 1;
+    for (unsigned i = 0; i < tries && hint >= align; i++, hint -= align) {
+        char *q = map_at((void *)hint, size);
+        if (q == (char *)hint)
+            return q;
+        if (q)
+            unmap_or_defer(q, size);
+    }
     return NULL;
 }
 

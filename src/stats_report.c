@@ -33,7 +33,7 @@ static void stats_fill(struct lfh_stats *s, struct stats_block *only)
     s->debug = 1;
 #endif
     s->arenas = arena_mapped();
-    s->arena_bytes = s->arenas * ARENA_SIZE;
+    s->arena_bytes = arena_mapped_bytes();
 #if STATS_COUNTING
     uint64_t whole[STATS_COUNTERS], c[STATS_COUNTERS];
     if (only) {

@@ -5,7 +5,8 @@
  * nothing may be corrupted (every block keeps the pattern written into it, calloc's
  * blocks read as zeros), and once memory returns and everything is freed and trimmed,
  * the memory must really be back: no unmap pending, no descriptor in use, no dirty chunk,
- * every arena whole again (as many whole-arena chunks as arenas, without an OS call).
+ * every arena whole again (as many chunks of each arena's mapped size as arenas of that
+ * size, without an OS call).
  *
  * - Targeted cases: a refused munmap is retried, a refused madvise keeps its chunk dirty,
  *   a failed descriptor chunk loses no descriptor, malloc_trim returns orphaned caches.
@@ -89,29 +90,36 @@ static bool reads_zero(const char *p, size_t size)
     return true;
 }
 
-/* Every arena must be whole: as many whole-arena chunks as there are arenas, each known
- * to be zero, and not one OS call to get them. */
+/* Every arena must be whole: as many chunks of each arena's mapped size as there are
+ * arenas of that size (a whole arena, or the part of one mapped when a whole one could
+ * not be: a refused mmap makes lfheap try smaller ones), each known to be zero, and not
+ * one OS call to get them. Largest first, so that a smaller chunk cannot come out of a
+ * larger arena. */
 static bool arenas_whole(void)
 {
     static char *whole[4096];
+    static size_t whole_size[4096];
     unsigned arenas = arena_mapped();
     struct os_fault_stats before, after;
     os_fault_stats(&before);
     unsigned got = 0;
     bool zeroed = true;
-    while (got < arenas && got < 4096 && zeroed) {
-        whole[got] = arena_alloc(ARENA_MAX_CHUNK, &zeroed);
-        if (!whole[got])
-            break;
-        got++;
+    for (size_t size = ARENA_SIZE; size >= OS_PAGE_SIZE && zeroed; size /= 2) {
+        unsigned want = arena_mapped_of(size);
+        for (unsigned i = 0; i < want && got < 4096 && zeroed; i++) {
+            whole[got] = arena_alloc(size, &zeroed);
+            if (!whole[got])
+                break;
+            whole_size[got++] = size;
+        }
     }
     os_fault_stats(&after);
     bool whole_again = got == arenas && zeroed && after.calls == before.calls;
     if (!whole_again)
-        fprintf(stderr, "  %u arenas, %u whole-arena chunks found with %llu OS calls\n", arenas,
-                got, (unsigned long long)(after.calls - before.calls));
+        fprintf(stderr, "  %u arenas, %u whole chunks of their size found with %llu OS calls\n",
+                arenas, got, (unsigned long long)(after.calls - before.calls));
     for (unsigned i = 0; i < got; i++)
-        arena_free(whole[i], ARENA_MAX_CHUNK);
+        arena_free(whole[i], whole_size[i]);
     arena_purge_all();
     return whole_again;
 }

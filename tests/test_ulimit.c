@@ -7,9 +7,11 @@
  * same fill runs again: memory came back, so every kind of block is had again and the
  * second fill gets nearly as far as the first.
  *
- * First, before anything is allocated, a limit with too little room for lfheap's first
- * arena (docs/GUARANTEES.md: about 81 MiB of address space once anything is allocated):
- * every routine fails with ENOMEM, and once the limit is raised lfheap works.
+ * First, each in a fresh process (before anything is allocated), two limits set from
+ * inside: one with less room than a whole arena (64 MiB) but more than lfheap's least
+ * (docs/GUARANTEES.md, about 12 MiB), where lfheap maps parts of arenas and every kind
+ * of request up to 4 MiB succeeds; and one with less than that least, where every routine
+ * fails with ENOMEM, and lfheap works once the limit is raised.
  */
 #include "testutil.h"
 
@@ -166,39 +168,115 @@ static long address_space_kib(void)
     return atol(text) * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/* In a fresh process, before stdout's buffer or anything else is allocated: with 32 MiB
- * of room, no arena can be mapped, and every kind of request fails with ENOMEM rather
- * than crash or hand out a bad block; with the old limit back, every kind succeeds.
- * Returns the number of failed checks. */
-static int no_room_for_an_arena(void)
+/* Sets RLIMIT_AS to the current address space plus `room_mib` MiB; *old gets the limit
+ * it replaced. */
+static void limit_room(size_t room_mib, struct rlimit *old)
+{
+    REQUIRE(getrlimit(RLIMIT_AS, old) == 0);
+    rlim_t tight = ((rlim_t)address_space_kib() + (rlim_t)room_mib * 1024) * 1024;
+    REQUIRE(old->rlim_cur == RLIM_INFINITY || old->rlim_cur > tight + ((rlim_t)128 << 20));
+    struct rlimit limited = {tight, old->rlim_max};
+    REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
+}
+
+static const size_t room_sizes[] = {16, 1000, 40 * KIB, MIB, 4 * MIB};
+#define ROOM_SIZES (sizeof room_sizes / sizeof *room_sizes)
+
+/* In a fresh process, before stdout's buffer or anything else is allocated: with 40 MiB
+ * of room, too little for a whole arena, every kind of request (malloc, calloc, realloc,
+ * posix_memalign) of 16 B to 1 MiB, and malloc and calloc of 4 MiB, succeed, all held at
+ * once, each block whole and a calloc'd one zeroed, from arenas of fewer than 64 MiB of
+ * mapped bytes in all; small blocks then fill at least 2 MiB more before ENOMEM. Returns
+ * the number of failed checks. */
+static int little_room(void)
 {
     REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
     struct rlimit old;
-    REQUIRE(getrlimit(RLIMIT_AS, &old) == 0);
-    rlim_t tight = ((rlim_t)address_space_kib() + 32 * 1024) * 1024;
-    REQUIRE(old.rlim_cur == RLIM_INFINITY || old.rlim_cur > tight + ((rlim_t)128 << 20));
-    struct rlimit limited = {tight, old.rlim_max};
-    REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
-    static const size_t sizes[] = {16, 1000, 40 * KIB, MIB, 16 * MIB};
+    limit_room(40, &old);
+    unsigned char *held[ROOM_SIZES][4] = {{0}};
+    int missing = 0, dirty = 0;
+    for (size_t i = 0; i < ROOM_SIZES; i++) {
+        size_t size = room_sizes[i];
+        held[i][0] = malloc(size);
+        held[i][1] = calloc(1, size);
+        int kinds = size < 4 * MIB ? 4 : 2; /* 16 MiB of 4 MiB blocks would not fit */
+        if (kinds == 4) {
+            held[i][2] = realloc(NULL, size);
+            void *aligned = NULL;
+            held[i][3] = posix_memalign(&aligned, 64, size) == 0 ? aligned : NULL;
+        }
+        for (int k = 0; k < kinds; k++) {
+            if (!held[i][k]) {
+                missing++;
+                continue;
+            }
+            if (k == 1 && (held[i][k][0] != 0 || held[i][k][size - 1] != 0))
+                dirty++;
+            memset(held[i][k], (int)(i * 4 + (size_t)k + 1), size);
+        }
+    }
+    size_t arena_bytes = mallinfo2().arena;
+    size_t small = 0;
+    struct header *list = NULL;
+    for (struct header *h; (h = malloc(1000)) != NULL; small += 1000) {
+        h->next = list;
+        list = h;
+    }
+    int bad_errno = errno != ENOMEM;
+    while (list) {
+        struct header *h = list;
+        list = h->next;
+        free(h);
+    }
+    int damaged = 0;
+    for (size_t i = 0; i < ROOM_SIZES; i++)
+        for (int k = 0; k < 4; k++) {
+            unsigned char *p = held[i][k];
+            if (p && (p[0] != (unsigned char)(i * 4 + (size_t)k + 1) ||
+                      p[room_sizes[i] - 1] != (unsigned char)(i * 4 + (size_t)k + 1)))
+                damaged++;
+            free(p);
+        }
+    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+    printf("# 40 MiB of room: arenas of %zu KiB, then %zu KiB of small blocks\n", arena_bytes >> 10,
+           small >> 10);
+    CHECK(missing == 0);
+    CHECK(dirty == 0);
+    CHECK(damaged == 0);
+    CHECK(arena_bytes > 0 && arena_bytes < 64 * MIB);
+    CHECK(small >= 2 * MIB);
+    CHECK(bad_errno == 0);
+    return test_failures;
+}
+
+/* In a fresh process, before stdout's buffer or anything else is allocated: with 4 MiB
+ * of room, less than lfheap's least, every kind of request fails with ENOMEM rather than
+ * crash or hand out a bad block; with the old limit back, every kind succeeds. Returns
+ * the number of failed checks. */
+static int no_room(void)
+{
+    REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
+    struct rlimit old;
+    limit_room(4, &old);
     int granted = 0, bad_errno = 0;
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    for (size_t i = 0; i < ROOM_SIZES; i++) {
         errno = 0;
-        void *p = malloc(sizes[i]);
+        void *p = malloc(room_sizes[i]);
         granted += p != NULL;
         bad_errno += !p && errno != ENOMEM;
         free(p);
         errno = 0;
-        p = calloc(1, sizes[i]);
+        p = calloc(1, room_sizes[i]);
         granted += p != NULL;
         bad_errno += !p && errno != ENOMEM;
         free(p);
         errno = 0;
-        p = realloc(NULL, sizes[i]);
+        p = realloc(NULL, room_sizes[i]);
         granted += p != NULL;
         bad_errno += !p && errno != ENOMEM;
         free(p);
         p = NULL;
-        int refused = posix_memalign(&p, 64, sizes[i]);
+        int refused = posix_memalign(&p, 64, room_sizes[i]);
         granted += refused == 0;
         bad_errno += refused != 0 && refused != ENOMEM;
         free(p);
@@ -206,13 +284,13 @@ static int no_room_for_an_arena(void)
     REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
     CHECK(granted == 0);
     CHECK(bad_errno == 0);
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        unsigned char *p = malloc(sizes[i]);
-        unsigned char *z = calloc(1, sizes[i]);
+    for (size_t i = 0; i < ROOM_SIZES; i++) {
+        unsigned char *p = malloc(room_sizes[i]);
+        unsigned char *z = calloc(1, room_sizes[i]);
         CHECK(p && z);
         if (p && z) {
-            memset(p, 0x5A, sizes[i]);
-            CHECK(z[0] == 0 && z[sizes[i] - 1] == 0 && p[sizes[i] - 1] == 0x5A);
+            memset(p, 0x5A, room_sizes[i]);
+            CHECK(z[0] == 0 && z[room_sizes[i] - 1] == 0 && p[room_sizes[i] - 1] == 0x5A);
         }
         free(p);
         free(z);
@@ -220,15 +298,15 @@ static int no_room_for_an_arena(void)
     return test_failures;
 }
 
-/* The check above in a new run of this program, which skips the preload check's
+/* A check above in a new run of this program, which skips the preload check's
  * allocation before main (TEST_ON_GLIBC: the parent has made that check). */
-static void no_room_for_an_arena_then_recovers(void)
+static void in_fresh_process(const char *mode)
 {
     pid_t child = fork();
     REQUIRE(child >= 0);
     if (child == 0) {
         setenv("TEST_ON_GLIBC", "1", 1);
-        execl("/proc/self/exe", "test_ulimit", "no-room", (char *)NULL);
+        execl("/proc/self/exe", "test_ulimit", mode, (char *)NULL);
         _exit(127);
     }
     int status = 0;
@@ -236,11 +314,24 @@ static void no_room_for_an_arena_then_recovers(void)
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+static void little_room_gets_parts_of_arenas(void)
+{
+    in_fresh_process("little-room");
+}
+
+static void no_room_then_recovers(void)
+{
+    in_fresh_process("no-room");
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "no-room") == 0)
-        return no_room_for_an_arena() == 0 ? 0 : 1;
-    RUN(no_room_for_an_arena_then_recovers);
+        return no_room() == 0 ? 0 : 1;
+    if (argc > 1 && strcmp(argv[1], "little-room") == 0)
+        return little_room() == 0 ? 0 : 1;
+    RUN(little_room_gets_parts_of_arenas);
+    RUN(no_room_then_recovers);
     /* stdout's buffer before memory runs out */
     printf("# filling the address space\n");
     fflush(stdout);
