@@ -878,6 +878,66 @@ static bool killed_in_exit(const char *name, struct dying d, unsigned expected_d
     return ok;
 }
 
+/* ---- a thread killed inside its first call ------------------------------------- */
+
+/* Exits with a cache that holds blocks: an orphan for the next thread to adopt, unless
+ * every orphan slot is full already (then there are orphans anyway). */
+static void *orphan_maker(void *unused)
+{
+    (void)unused;
+    void *blocks[DYING_SIZES][DYING_BLOCKS];
+    for (unsigned c = 0; c < DYING_SIZES; c++)
+        for (unsigned i = 0; i < DYING_BLOCKS; i++) {
+            blocks[c][i] = lfh_malloc(dying_sizes[c]);
+            REQUIRE(blocks[c][i]);
+        }
+    for (unsigned c = 0; c < DYING_SIZES; c++)
+        for (unsigned i = 0; i < DYING_BLOCKS; i++)
+            lfh_free(blocks[c][i]);
+    return NULL;
+}
+
+/* Its first call sets up its cache by adopting an orphan, and dies there. */
+static void *dying_first_call(void *unused)
+{
+    (void)unused;
+    die_at = PARK_TCACHE_ADOPT_TAKEN;
+    die_skip = 0;
+    void *p = lfh_malloc(dying_sizes[0]);
+    die_at = -1;
+    lfh_free(p);
+    return NULL;
+}
+
+/* A handler that kills a thread inside its very first call, while it holds an orphan
+ * slot it has not yet copied the cache out of (the exit, registered first thing in the
+ * setup, gives the slot back): the thread dies once, its exit accounts for it once (its
+ * own cache, never set up, as reclaimed or abandoned), and no block is handed out twice
+ * afterwards. */
+static bool killed_in_setup(const char *name)
+{
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, orphan_maker, NULL) == 0);
+    pthread_join(t, NULL);
+    struct tcache_lost before, after;
+    tcache_lost_get(&before);
+    unsigned deaths_before = atomic_load(&deaths);
+    REQUIRE(pthread_create(&t, NULL, dying_first_call, NULL) == 0);
+    pthread_join(t, NULL);
+    tcache_lost_get(&after);
+    unsigned died = atomic_load(&deaths) - deaths_before;
+    uint64_t accounted = after.reclaimed - before.reclaimed + after.abandoned - before.abandoned;
+    bool distinct = blocks_are_distinct();
+    bool works = heap_works();
+    bool ok = died == 1 && accounted == 1 && distinct && works;
+    printf("%s %s: killed %u time(s) (1 expected); caches accounted %llu (1 expected); "
+           "blocks distinct afterwards: %s; heap works: %s\n",
+           ok ? "PASS" : "FAIL", name, died, (unsigned long long)accounted, distinct ? "yes" : "NO",
+           works ? "yes" : "NO");
+    fflush(stdout);
+    return ok;
+}
+
 static bool selected(int argc, char **argv, const char *name)
 {
     bool chosen = argc <= 2;
@@ -923,6 +983,11 @@ int main(int argc, char **argv)
         ran++;
         struct dying d = {.point = PARK_TCACHE_FLUSH_CLASS, .skip = 1, .killed_first = true};
         failed += !killed_in_exit("exit.killed_while_reclaimed", d, 2);
+    }
+    /* Killed inside its first call, holding an orphan's slot: see killed_in_setup. */
+    if (selected(argc, argv, "setup.killed_adopting")) {
+        ran++;
+        failed += !killed_in_setup("setup.killed_adopting");
     }
     if (ran == 0) {
         printf("FAIL no parking point matches the names given\n");
