@@ -796,10 +796,10 @@ struct dying {
     bool killed_first; /* killed outside lfheap's slow paths before it returns */
 };
 
-static void *dying_main(void *arg)
+/* Blocks of a few classes in the calling thread's cache, so that its exit has lists to
+ * hand back. */
+static void fill_cache(void)
 {
-    const struct dying *d = arg;
-    /* Blocks of a few classes in the cache, so that its exit has lists to hand back. */
     void *blocks[DYING_SIZES][DYING_BLOCKS];
     for (unsigned c = 0; c < DYING_SIZES; c++)
         for (unsigned i = 0; i < DYING_BLOCKS; i++) {
@@ -809,6 +809,12 @@ static void *dying_main(void *arg)
     for (unsigned c = 0; c < DYING_SIZES; c++)
         for (unsigned i = 0; i < DYING_BLOCKS; i++)
             lfh_free(blocks[c][i]);
+}
+
+static void *dying_main(void *arg)
+{
+    const struct dying *d = arg;
+    fill_cache();
     die_at = d->point;
     die_skip = d->skip;
     if (d->killed_first)
@@ -885,15 +891,7 @@ static bool killed_in_exit(const char *name, struct dying d, unsigned expected_d
 static void *orphan_maker(void *unused)
 {
     (void)unused;
-    void *blocks[DYING_SIZES][DYING_BLOCKS];
-    for (unsigned c = 0; c < DYING_SIZES; c++)
-        for (unsigned i = 0; i < DYING_BLOCKS; i++) {
-            blocks[c][i] = lfh_malloc(dying_sizes[c]);
-            REQUIRE(blocks[c][i]);
-        }
-    for (unsigned c = 0; c < DYING_SIZES; c++)
-        for (unsigned i = 0; i < DYING_BLOCKS; i++)
-            lfh_free(blocks[c][i]);
+    fill_cache();
     return NULL;
 }
 
