@@ -868,7 +868,7 @@ static struct buddy *arena_part_create(size_t chunk, size_t *backed)
         for (size_t unmapped = part; unmapped < ARENA_SIZE; unmapped *= 2) {
             bool taken = buddy_alloc_at(b, region + unmapped, unmapped);
             /* Nobody else sees the instance yet: each of these chunks is free. */
-            LFH_INVARIANT("arena.part_unmapped_taken", taken);
+            LFH_INVARIANT("arena part: the chunks past it are taken", taken);
         }
         *backed = part;
         return b;
