@@ -99,17 +99,19 @@ static _Atomic uint64_t tcache_last_id;
  * EMPTY -> BUSY by CAS (acquire: the previous user's reads of the copy happen before our
  * writes), published BUSY -> FULL (release), taken FULL -> BUSY by CAS (acquire: the copy
  * is complete), handed back BUSY -> EMPTY (release). A thread finding a slot BUSY moves
- * on to the next one: nobody waits. Untouched slots cost no resident memory (.bss). */
+ * on to the next one: nobody waits. The states sit together in one cache line, apart from
+ * the caches (5 KiB each), so that a thread's setup, which reads every state, touches one
+ * line: a kernel that gives a read of untouched memory a page of its own (as this
+ * project's test machines' do) made every process resident in all 16 pages of the states
+ * spread among the caches. Untouched caches cost no resident memory (.bss). */
 enum { ORPHAN_EMPTY, ORPHAN_BUSY, ORPHAN_FULL };
-struct orphan_slot {
-    _Atomic uint32_t state;
-    struct tcache cache;
-};
-static struct orphan_slot tcache_orphans[TCACHE_ORPHAN_SLOTS];
+static _Alignas(64) _Atomic uint32_t orphan_states[TCACHE_ORPHAN_SLOTS];
+static struct tcache orphan_caches[TCACHE_ORPHAN_SLOTS];
 /* The slot this thread holds BUSY, if a handler that never returns stops it there: its
  * exit, run again, gives the slot back (the cache in it is lost, as any cache of a killed
- * thread mid-hand-back; tcache_hide.c). */
-static __thread struct orphan_slot *orphan_held;
+ * thread mid-hand-back; tcache_hide.c). ORPHAN_NONE when it holds none. */
+#define ORPHAN_NONE TCACHE_ORPHAN_SLOTS
+static __thread unsigned orphan_held = ORPHAN_NONE;
 static _Atomic unsigned tcache_exit_key; /* pthread key + 1; 0 while none exists */
 
 /* Makes `list` (`length` blocks) the bin's list: its credit lets it grow to limit/2
@@ -243,32 +245,32 @@ void tcache_exit_reverify(void)
     stats_exit_reverify();
 }
 
-static bool orphan_claim(struct orphan_slot *slot, uint32_t from)
+static bool orphan_claim(unsigned slot, uint32_t from)
 {
     uint32_t expected = from;
-    if (atomic_load_explicit(&slot->state, memory_order_relaxed) != from ||
-        !atomic_compare_exchange_strong_explicit(&slot->state, &expected, ORPHAN_BUSY,
+    if (atomic_load_explicit(&orphan_states[slot], memory_order_relaxed) != from ||
+        !atomic_compare_exchange_strong_explicit(&orphan_states[slot], &expected, ORPHAN_BUSY,
                                                  memory_order_acquire, memory_order_relaxed))
         return false;
     orphan_held = slot;
     return true;
 }
 
-static void orphan_leave(struct orphan_slot *slot, uint32_t to)
+static void orphan_leave(unsigned slot, uint32_t to)
 {
-    orphan_held = NULL;
-    /* Release: see orphan_slot. */
-    atomic_store_explicit(&slot->state, to, memory_order_release);
+    orphan_held = ORPHAN_NONE;
+    /* Release: see orphan_states. */
+    atomic_store_explicit(&orphan_states[slot], to, memory_order_release);
 }
 
-/* A slot with an orphan in it, now BUSY and the caller's; NULL if none. The relaxed peek
- * in orphan_claim makes an empty table cost loads, not writes. */
-static struct orphan_slot *orphan_take(void)
+/* A slot with an orphan in it, now BUSY and the caller's; ORPHAN_NONE if none. The
+ * relaxed peek in orphan_claim makes an empty table cost loads, not writes. */
+static unsigned orphan_take(void)
 {
-    for (unsigned i = 0; i < TCACHE_ORPHAN_SLOTS; i++)
-        if (orphan_claim(&tcache_orphans[i], ORPHAN_FULL))
-            return &tcache_orphans[i];
-    return NULL;
+    for (unsigned slot = 0; slot < TCACHE_ORPHAN_SLOTS; slot++)
+        if (orphan_claim(slot, ORPHAN_FULL))
+            return slot;
+    return ORPHAN_NONE;
 }
 
 static void tcache_setup(struct tcache *tc)
@@ -305,10 +307,10 @@ static void tcache_setup(struct tcache *tc)
      * reports the block to memcheck (vgclient.h). */
     if (vgclient_memcheck())
         return;
-    struct orphan_slot *slot = orphan_take();
-    if (slot) {
+    unsigned slot = orphan_take();
+    if (slot != ORPHAN_NONE) {
         LFH_PARK(TCACHE_ADOPT_TAKEN);
-        *tc = slot->cache;
+        *tc = orphan_caches[slot];
         orphan_leave(slot, ORPHAN_EMPTY);
         live_count_enter();
         STATS_ADD(STATS_CACHES_ADOPTED, 1);
@@ -852,9 +854,9 @@ unsigned tcache_flush_all(void)
 {
     busy_enter();
     unsigned cached = 0;
-    struct orphan_slot *slot;
-    while ((slot = orphan_take()) != NULL) {
-        cached += tcache_flush_cache(&slot->cache);
+    unsigned slot;
+    while ((slot = orphan_take()) != ORPHAN_NONE) {
+        cached += tcache_flush_cache(&orphan_caches[slot]);
         orphan_leave(slot, ORPHAN_EMPTY);
     }
     /* An uncached thread's bins are empty; hidden ones are not this call's to touch. */
@@ -940,12 +942,11 @@ static void trim_for_orphan(struct tcache *tc)
  * taken. */
 static bool tcache_orphan(struct tcache *tc)
 {
-    for (unsigned i = 0; i < TCACHE_ORPHAN_SLOTS; i++) {
-        struct orphan_slot *slot = &tcache_orphans[i];
+    for (unsigned slot = 0; slot < TCACHE_ORPHAN_SLOTS; slot++) {
         if (!orphan_claim(slot, ORPHAN_EMPTY))
             continue;
         trim_for_orphan(tc);
-        slot->cache = *tc;
+        orphan_caches[slot] = *tc;
         LFH_PARK(TCACHE_EXIT_COPIED);
         orphan_leave(slot, ORPHAN_FULL);
         for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
@@ -967,7 +968,7 @@ static void tcache_thread_exit(void *cache)
      * destructors again: this call then finds the cache hidden and accounts for it. */
     platform_at_thread_exit(&tcache_exit_key, tcache_thread_exit, cache);
     tcache_exit_verify = false;
-    if (orphan_held)
+    if (orphan_held != ORPHAN_NONE)
         orphan_leave(orphan_held, ORPHAN_EMPTY);
     busy_enter();
     /* Whatever this hand-back empties goes back to the kernel now: no thread of ours will
