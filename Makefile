@@ -92,7 +92,7 @@ $(foreach v,$(VARIANTS),$(BUILD)/obj/$(v)/api_cxx.o): LIBFLAGS += -fexceptions
 .SECONDEXPANSION:
 # Keep intermediate libraries and objects between runs.
 .SECONDARY:
-.PHONY: all test test-long test-long-variants lint install uninstall clean bench bench-full fastpath variants
+.PHONY: all test test-bins test-long test-long-variants lint install uninstall clean bench bench-full fastpath variants
 all: $(BUILD)/liblfheap.so $(BUILD)/liblfheap.a
 
 variants: all $(LLHEAP_VARIANTS)
@@ -168,6 +168,9 @@ include $(wildcard mk/*.mk)
 test: all $(TEST_BINS)
 	bash tests/run.sh
 
+# Every library and test program, built and not run (`make lint` builds them with clang).
+test-bins: all $(TEST_BINS)
+
 # Everything `make test` runs, plus the suites' long variants (LFHEAP_TEST_LONG).
 test-long: all $(TEST_BINS)
 	LFHEAP_TEST_LONG=1 bash tests/run.sh
@@ -195,6 +198,7 @@ LINT_CONFIGS = $(sort $(foreach v,$(VARIANTS) $(PARK_VARIANTS),$(subst $(space),
 space := $(subst ,, )
 lint:
 	bash tests/layers.sh
+	$(MAKE) --no-print-directory -s CC=clang BUILD=$(BUILD)/lint-clang test-bins
 	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.cc tests/*.h \
 	    bench/*.c bench/*.cc bench/*.h
 	for config in $(LINT_CONFIGS); do \
