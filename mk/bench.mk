@@ -8,7 +8,7 @@
 BENCH_PROGS := fastpath linux-scalability threadtest recycle cache-thrash cache-scratch larson churn speed consume memory thread-churn thread-churn-concurrent large oversubscribed pool-rebuild \
                realloc-grow calloc-sparse strings-grow
 BENCH_BINS  := $(addprefix $(BUILD)/bench/,$(BENCH_PROGS))
-BENCH_CFLAGS := $(CSTD) $(WARN) -O2 -g -pthread -fno-builtin-malloc -fno-builtin-free \
+BENCH_CFLAGS := $(CSTD) $(WARN) -O2 $(DEBUG_INFO) -pthread -fno-builtin-malloc -fno-builtin-free \
                 -fno-builtin-calloc -fno-builtin-realloc
 BENCH_ARGS ?=
 
@@ -23,7 +23,7 @@ $(BUILD)/bench/%: bench/%.c bench/common.h $(BUILD)/bench/common.o
 # The launcher of the real-program workloads (bench/realrun.c, bench/real/).
 $(BUILD)/bench/realrun: bench/realrun.c mk/bench.mk
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) -O2 -g $< -o $@
+	$(CC) $(CSTD) $(WARN) -O2 $(DEBUG_INFO) $< -o $@
 
 BENCH_BINS += $(BUILD)/bench/realrun
 
@@ -38,7 +38,7 @@ TEST_BINS += $(BENCH_BINS)
 # A deliberately corrupting LD_PRELOAD shim over glibc, for tests/suites/bench.sh.
 $(BUILD)/bench/libbench_corrupt.so: tests/bench_corrupt.c mk/bench.mk
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) -O1 -g -fPIC -shared $< -o $@ -lpthread
+	$(CC) $(CSTD) $(WARN) -O1 $(DEBUG_INFO) -fPIC -shared $< -o $@ -lpthread
 
 TEST_BINS += $(BUILD)/bench/libbench_corrupt.so
 

@@ -4,7 +4,7 @@
 #   build/bench/backend                            `make bench-backend`
 TEST_BINS += $(BUILD)/t/test_buddy $(BUILD)/t-tsan/test_buddy $(BUILD)/t-asan/test_buddy
 
-BACKEND_BENCH_CFLAGS := $(CSTD) $(WARN) -O2 -g -Iinclude -Isrc -Ibench -pthread
+BACKEND_BENCH_CFLAGS := $(CSTD) $(WARN) -O2 $(DEBUG_INFO) -Iinclude -Isrc -Ibench -pthread
 # Linked with the "bench" variant: the prefixed library without the invariant checks.
 $(BUILD)/bench/backend: bench/backend.c bench/spinbuddy.c bench/spinbuddy.h \
                         $(BUILD)/liblfheap-bench.a

@@ -6,7 +6,7 @@
 #   make fastpath-cxx   instructions per new/delete pair of a 16-byte object, against
 #                       malloc/free, with lfheap and with glibc (callgrind)
 CLANGXX    ?= clang++
-CXX_TEST_FLAGS := -std=c++17 $(WARN) -O1 -g -Iinclude -pthread -fsized-deallocation
+CXX_TEST_FLAGS := -std=c++17 $(WARN) -O1 $(DEBUG_INFO) -Iinclude -pthread -fsized-deallocation
 CXX_TEST_DEPS  := tests/test_cxx.cc tests/testutil.h include/lfheap.h mk/cxx.mk
 CXX_LINKED     := -L$(BUILD) -llfheap -Wl,-rpath,'$(abspath $(BUILD))'
 HAVE_LIBCXX    := $(shell $(CLANGXX) -stdlib=libc++ -x c++ -fsyntax-only -include new \
@@ -32,7 +32,7 @@ $(BUILD)/t-cxx/test_cxx_c: tests/test_cxx_c.c tests/testutil.h include/lfheap.h 
 # ...and loads a C++ plugin with dlopen.
 $(BUILD)/t-cxx/libtest_cxx_plugin.so: tests/test_cxx_plugin.cc mk/cxx.mk
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 $(WARN) -O1 -g -fPIC -shared $< -o $@
+	$(CXX) -std=c++17 $(WARN) -O1 $(DEBUG_INFO) -fPIC -shared $< -o $@
 TEST_BINS += $(BUILD)/t-cxx/test_cxx $(BUILD)/t-cxx/test_cxx_static \
              $(BUILD)/t-cxx/test_cxx_clang $(BUILD)/t-plain/test_cxx $(BUILD)/t-cxx/test_cxx_c \
              $(BUILD)/t-cxx/libtest_cxx_plugin.so
@@ -50,7 +50,7 @@ endif
 # The new/delete fast path against malloc/free (bench/fastpath_cxx.sh).
 $(BUILD)/bench/fastpath_cxx: bench/fastpath_cxx.cc mk/cxx.mk
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 $(WARN) -O2 -g $< -o $@
+	$(CXX) -std=c++17 $(WARN) -O2 $(DEBUG_INFO) $< -o $@
 TEST_BINS += $(BUILD)/bench/fastpath_cxx
 
 .PHONY: fastpath-cxx

@@ -11,7 +11,7 @@
 # own idea of malloc or memset. A specific rule, so it wins over the -O1 pattern rule.
 $(BUILD)/t-plain/misuse: tests/misuse.c mk/misuse.mk
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) -O0 -fno-builtin -g -pthread $< -o $@
+	$(CC) $(CSTD) $(WARN) -O0 -fno-builtin $(DEBUG_INFO) -pthread $< -o $@
 
 TEST_BINS += $(BUILD)/t-plain/misuse $(BUILD)/liblfheap-debug.so $(BUILD)/liblfheap-secure.so
 
