@@ -3,7 +3,7 @@
 # and the pkg-config file where a distribution expects them, with versioned sonames; the
 # headers compile in every C and C++ mode; a program built against the installed copy runs
 # on it; uninstall takes it all out again; and the build honours CFLAGS and LDFLAGS,
-# rebuilding when they change. Prints one PASS/FAIL line per check.
+# rebuilding when they change, and CC (clang). Prints one PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/suite.sh
@@ -132,6 +132,26 @@ if make -s BUILD="$build" "$build/liblfheap.so" >"$tmp/flags.log" 2>&1 && ! flag
 else
     tail -20 "$tmp/flags.log"
     fail build-rebuilds-on-new-flags "the library kept the earlier flags"
+fi
+
+# make honours CC: the library built by clang passes the API test preloaded, also under
+# memcheck, which must be able to read the library's debug information (valgrind 3.19
+# gave up on clang's default DWARF 5).
+if command -v clang >/dev/null && command -v valgrind >/dev/null; then
+    clang_lib=$tmp/clang/liblfheap.so
+    if ! make -s CC=clang BUILD="$tmp/clang" "$clang_lib" >"$tmp/clang.log" 2>&1; then
+        tail -20 "$tmp/clang.log"
+        fail clang-built-library-works "the build failed"
+    elif ! LD_PRELOAD=$clang_lib build/t-plain/test_api >"$tmp/clang.log" 2>&1; then
+        grep -v '^PASS ' "$tmp/clang.log" | head -20
+        fail clang-built-library-works "test_api failed on it"
+    elif ! LD_PRELOAD=$clang_lib valgrind -q --soname-synonyms=somalloc=nouse \
+            --error-exitcode=99 build/t-plain/test_api >"$tmp/clang.log" 2>&1; then
+        grep -v '^PASS ' "$tmp/clang.log" | head -20
+        fail clang-built-library-works "test_api failed on it under memcheck"
+    else
+        pass clang-built-library-works
+    fi
 fi
 
 # uninstall takes out every file install put in, and nothing else: a file of the
