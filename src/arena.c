@@ -10,7 +10,10 @@
  *
  * Runs (arena.h): large blocks' rows of buddy chunks, of four sizes per power of two.
  *
- * Dirty stacks: one per run class (4 KiB .. 64 MiB, four per power of two). A run's link
+ * Dirty stacks: one per run class (4 KiB .. 64 MiB, four per power of two) in each of
+ * DIRTY_ROWS rows; a thread pushes the runs it frees onto its own row and pops its own row
+ * first, so that a superblock's chunk goes back to the thread whose caches hold its lines
+ * (Streamflow's locality), and any other row before a fresh chunk. A run's link
  * (the address of the run below it) and the time it was freed live in its arena's side
  * arrays, never in the run, so a thread that reads a link is never reading memory
  * somebody else is using. The head packs the top run's address divided by its order's
@@ -82,7 +85,20 @@ typedef _Atomic(struct arena *) registry_slot;
 
 static _Atomic(registry_slot *) registry[REGISTRY_ROOT_SLOTS];
 static _Atomic(struct arena *) arena_list; /* the newest arena; NULL before the first */
-static _Atomic uint64_t dirty_stacks[ARENA_CLASSES];
+
+/* The dirty stacks, a row per group of threads. With one row, two threads that each
+ * filled and emptied 7.5 MiB of 256-byte blocks per round took each other's freed
+ * superblocks, and the lines the other core held, every round: a round took twice as
+ * long as with one thread; with a row each, 1.7 times (mimalloc 1.1; docs/BENCHMARKS.md,
+ * "Freed chunks stay with their thread"). A thread's row is a hint: any row is correct,
+ * as every pop looks at all of them before a fresh chunk is taken. */
+#define DIRTY_ROWS 8
+struct dirty_row {
+    _Alignas(LFH_CACHE_LINE) _Atomic uint64_t head[ARENA_CLASSES];
+};
+static struct dirty_row dirty_rows[DIRTY_ROWS];
+static _Atomic unsigned dirty_rows_assigned;
+static __thread unsigned dirty_row_plus_one; /* this thread's row + 1; 0 before its first */
 static _Atomic uint32_t last_purge_ms;
 static _Atomic int purge_delay_ms = -1;
 static __thread struct arena *arena_hint; /* the arena this thread last allocated from */
@@ -243,6 +259,26 @@ static size_t chunk_page(const struct arena *a, const void *chunk)
 
 /* ---- dirty stacks ----------------------------------------------------------------- */
 
+/* The calling thread's row, given out round robin at its first use. Relaxed: the counter
+ * only spreads threads over the rows, and a signal handler that gives the thread a second
+ * row meanwhile costs locality, nothing else. */
+static unsigned dirty_row_own(void)
+{
+    unsigned row = dirty_row_plus_one;
+    if (LFH_UNLIKELY(row == 0)) {
+        row =
+            atomic_fetch_add_explicit(&dirty_rows_assigned, 1, memory_order_relaxed) % DIRTY_ROWS +
+            1;
+        dirty_row_plus_one = row;
+    }
+    return row - 1;
+}
+
+static inline _Atomic uint64_t *dirty_stack(unsigned row, unsigned cls)
+{
+    return &dirty_rows[row].head[cls];
+}
+
 /* A stack's head holds its top chunk's address divided by the chunk size (chunks are
  * aligned to their size and lie below OS_ADDRESS_LIMIT), in the low OS_ADDRESS_BITS - 12
  * - order bits, and a version in the rest: 28 + order bits, so 32 or more for every chunk
@@ -268,9 +304,9 @@ static inline uint64_t dirty_head(const void *top, uint64_t old, unsigned order)
 /* Pushes the chain first..last (linked through the side arrays) onto a class's stack. A
  * stack's head encodes its runs' addresses by their order, as they start at a multiple
  * of their order's chunk size. */
-static void dirty_push_chain(unsigned cls, char *first, char *last)
+static void dirty_push_chain(unsigned row, unsigned cls, char *first, char *last)
 {
-    _Atomic uint64_t *head = &dirty_stacks[cls];
+    _Atomic uint64_t *head = dirty_stack(row, cls);
     unsigned order = class_order(cls);
     struct arena *a = arena_of(last);
     _Atomic uintptr_t *link = &a->next[chunk_page(a, last)];
@@ -283,9 +319,9 @@ static void dirty_push_chain(unsigned cls, char *first, char *last)
                                                     memory_order_release, memory_order_relaxed));
 }
 
-static char *dirty_pop(unsigned cls)
+static char *dirty_pop_row(unsigned row, unsigned cls)
 {
-    _Atomic uint64_t *head = &dirty_stacks[cls];
+    _Atomic uint64_t *head = dirty_stack(row, cls);
     unsigned order = class_order(cls);
     /* Acquire pairs with the pushing CAS: the link and stamp are the pusher's. */
     uint64_t old = atomic_load_explicit(head, memory_order_acquire);
@@ -303,9 +339,37 @@ static char *dirty_pop(unsigned cls)
     return NULL;
 }
 
-static char *dirty_take_all(unsigned cls)
+/* A freed run of class `cls`: the calling thread's row first, then the others in turn. */
+static char *dirty_pop(unsigned cls)
 {
-    _Atomic uint64_t *head = &dirty_stacks[cls];
+    unsigned own = dirty_row_own();
+    for (unsigned i = 0; i < DIRTY_ROWS; i++) {
+        char *run = dirty_pop_row((own + i) % DIRTY_ROWS, cls);
+        if (run)
+            return run;
+    }
+    return NULL;
+}
+
+/* Pushes one run onto the calling thread's row. */
+static void dirty_push(unsigned cls, char *run)
+{
+    dirty_push_chain(dirty_row_own(), cls, run, run);
+}
+
+/* True if some row holds a run of class `cls` (relaxed: a glance, acted on later). */
+static bool dirty_class_waiting(unsigned cls)
+{
+    for (unsigned row = 0; row < DIRTY_ROWS; row++)
+        if (dirty_top(atomic_load_explicit(dirty_stack(row, cls), memory_order_relaxed),
+                      class_order(cls)))
+            return true;
+    return false;
+}
+
+static char *dirty_take_all(unsigned row, unsigned cls)
+{
+    _Atomic uint64_t *head = dirty_stack(row, cls);
     unsigned order = class_order(cls);
     uint64_t old = atomic_load_explicit(head, memory_order_acquire);
     /* Acquire: we will read the links and stamps of the whole chain. */
@@ -347,12 +411,12 @@ static void pieces_release(struct buddy *buddy, char *start, const char *end)
 
 /* Decommits `count` runs of a class (`run`, each its address and the class's size), and
  * releases them to their buddies; a run whose decommit the kernel refused stays dirty: it
- * is put back on its stack. Sorted by address, adjacent runs merge into one range, and
- * the ranges go to the kernel in one system call where it allows it (os_decommit_ranges):
- * one TLB flush for the batch instead of one per range. The exits of 4,000 threads alive
- * at once gave back 239 k superblocks in 124 k madvise calls, whose flushes took 38% of
- * the process's time (docs/BENCHMARKS.md, "Many threads alive at once"). Returns how many
- * runs were released. */
+ * is put back on a stack (the purging thread's row). Sorted by address, adjacent runs merge into
+ * one range, and the ranges go to the kernel in one system call where it allows it
+ * (os_decommit_ranges): one TLB flush for the batch instead of one per range. The exits of 4,000
+ * threads alive at once gave back 239 k superblocks in 124 k madvise calls, whose flushes took 38%
+ * of the process's time (docs/BENCHMARKS.md, "Many threads alive at once"). Returns how many runs
+ * were released. */
 static size_t purge_batch(unsigned cls, struct iovec *run, unsigned count)
 {
     if (count == 0)
@@ -377,44 +441,47 @@ static size_t purge_batch(unsigned cls, struct iovec *run, unsigned count)
                 bytes_add(&run_bytes.held, -chunk);
                 released++;
             } else {
-                dirty_push_chain(cls, p, p);
+                dirty_push(cls, p);
             }
         }
     return released;
 }
 
-/* Releases the runs of one stack that waited at least `delay` ms (all if force). */
+/* Releases the runs of one class that waited at least `delay` ms (all if force), row by
+ * row; the others go back onto the row they came from, as one chain. */
 static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force)
 {
     size_t released = 0;
-    char *keep_first = NULL, *keep_last = NULL;
     struct iovec batch[PURGE_BATCH];
     unsigned batched = 0;
-    char *p = dirty_take_all(cls);
-    while (p) {
-        LFH_PARK(ARENA_PURGE_TAKEN);
-        struct arena *a = arena_of(p);
-        size_t page = chunk_page(a, p);
-        /* Relaxed: the chain is ours since the acquire CAS that took it. */
-        char *next = (char *)atomic_load_explicit(&a->next[page], memory_order_relaxed);
-        uint32_t freed = atomic_load_explicit(&a->freed_ms[page], memory_order_relaxed);
-        if (force || now - freed >= delay) {
-            batch[batched++] = (struct iovec){p, class_size(cls)};
-            if (batched == PURGE_BATCH) {
-                released += purge_batch(cls, batch, batched);
-                batched = 0;
+    for (unsigned row = 0; row < DIRTY_ROWS; row++) {
+        char *keep_first = NULL, *keep_last = NULL;
+        char *p = dirty_take_all(row, cls);
+        while (p) {
+            LFH_PARK(ARENA_PURGE_TAKEN);
+            struct arena *a = arena_of(p);
+            size_t page = chunk_page(a, p);
+            /* Relaxed: the chain is ours since the acquire CAS that took it. */
+            char *next = (char *)atomic_load_explicit(&a->next[page], memory_order_relaxed);
+            uint32_t freed = atomic_load_explicit(&a->freed_ms[page], memory_order_relaxed);
+            if (force || now - freed >= delay) {
+                batch[batched++] = (struct iovec){p, class_size(cls)};
+                if (batched == PURGE_BATCH) {
+                    released += purge_batch(cls, batch, batched);
+                    batched = 0;
+                }
+            } else {
+                atomic_store_explicit(&a->next[page], (uintptr_t)keep_first, memory_order_relaxed);
+                if (!keep_first)
+                    keep_last = p;
+                keep_first = p;
             }
-        } else {
-            atomic_store_explicit(&a->next[page], (uintptr_t)keep_first, memory_order_relaxed);
-            if (!keep_first)
-                keep_last = p;
-            keep_first = p;
+            p = next;
         }
-        p = next;
+        if (keep_first)
+            dirty_push_chain(row, cls, keep_first, keep_last);
     }
     released += purge_batch(cls, batch, batched);
-    if (keep_first)
-        dirty_push_chain(cls, keep_first, keep_last);
     return released;
 }
 
@@ -463,9 +530,7 @@ static uint64_t purge_due(uint32_t now, uint32_t delay)
 {
     uint64_t released = 0;
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
-        if (dirty_top(atomic_load_explicit(&dirty_stacks[cls], memory_order_relaxed),
-                      class_order(cls)) &&
-            purge_class(cls, now, delay, false) > 0)
+        if (dirty_class_waiting(cls) && purge_class(cls, now, delay, false) > 0)
             released |= (uint64_t)1 << cls;
     os_retry();
     return released;
@@ -493,8 +558,7 @@ static uint64_t purge_if_due(uint32_t now, uint32_t gap, uint32_t delay)
 static bool dirty_all_empty(void)
 {
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
-        if (dirty_top(atomic_load_explicit(&dirty_stacks[cls], memory_order_relaxed),
-                      class_order(cls)))
+        if (dirty_class_waiting(cls))
             return false;
     return true;
 }
@@ -1059,8 +1123,8 @@ static char *dirty_extended(unsigned cls)
             bytes_add(&run_bytes.held, class_size(cls) - class_size(c));
             return dirty;
         }
-        /* Back on its stack, with the time it was freed (still in its side array). */
-        dirty_push_chain(c, dirty, dirty);
+        /* Back on a stack, with the time it was freed (still in its side array). */
+        dirty_push(c, dirty);
     }
     return NULL;
 }
@@ -1192,7 +1256,7 @@ void arena_free(void *chunk, size_t size)
     /* Relaxed: the push's release CAS publishes the stamp. */
     unsigned cls = size_class_of(size);
     atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], stamp, memory_order_relaxed);
-    dirty_push_chain(cls, chunk, chunk);
+    dirty_push(cls, chunk);
     bytes_add(&run_bytes.dirty, class_size(cls));
     if (prompt_depth != 0) {
         prompt_freed = true;

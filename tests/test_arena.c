@@ -1,7 +1,8 @@
 /*
  * The arena layer: chunks from several threads never overlap, a chunk is never
  * decommitted while it is in use (its contents survive concurrent purges), dirty chunks
- * are reused, and once everything is freed and purged the arenas coalesce completely.
+ * are reused, by the thread that freed them first, and once everything is freed and purged the
+ * arenas coalesce completely.
  */
 #include "arena.h"
 #include "buddy.h"
@@ -149,6 +150,67 @@ static void dirty_chunks_are_reused(void)
     arena_free(c, 64 * 1024);
 }
 
+/* Freed chunks go back to the thread that freed them: two threads each free a chunk, one
+ * after the other, and then each allocates one and gets its own back (with one stack for
+ * all threads, the first to allocate took the chunk freed last, the other's). A thread
+ * that freed nothing still reuses another thread's dirty chunk before a fresh one. */
+struct row_thread {
+    pthread_barrier_t *phase;
+    int order; /* 0: frees and allocates first */
+    char *freed, *reused;
+    bool reused_zeroed;
+};
+
+static void *row_worker(void *arg)
+{
+    struct row_thread *t = arg;
+    bool zeroed;
+    t->freed = arena_alloc(64 * 1024, &zeroed);
+    if (t->freed)
+        memset(t->freed, 0x3c + t->order, 64 * 1024);
+    for (int step = 0; step < 4; step++) {
+        pthread_barrier_wait(t->phase);
+        if (step / 2 == 0 && step % 2 == t->order && t->freed)
+            arena_free(t->freed, 64 * 1024);
+        if (step / 2 == 1 && step % 2 == t->order)
+            t->reused = arena_alloc(64 * 1024, &t->reused_zeroed);
+    }
+    return NULL;
+}
+
+static void *alloc_worker(void *arg)
+{
+    struct row_thread *t = arg;
+    t->reused = arena_alloc(64 * 1024, &t->reused_zeroed);
+    return NULL;
+}
+
+static void freed_chunks_return_to_their_thread(void)
+{
+    pthread_barrier_t phase;
+    REQUIRE(pthread_barrier_init(&phase, NULL, 2) == 0);
+    struct row_thread t[2] = {{.phase = &phase, .order = 0}, {.phase = &phase, .order = 1}};
+    pthread_t id[2];
+    for (int i = 0; i < 2; i++)
+        REQUIRE(pthread_create(&id[i], NULL, row_worker, &t[i]) == 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(id[i], NULL);
+    pthread_barrier_destroy(&phase);
+    REQUIRE(t[0].freed && t[1].freed && t[0].reused && t[1].reused);
+    for (int i = 0; i < 2; i++)
+        CHECK(t[i].reused == t[i].freed && !t[i].reused_zeroed && t[i].reused[100] == 0x3c + i);
+    arena_free(t[1].reused, 64 * 1024);
+    arena_purge_all();
+    arena_free(t[0].reused, 64 * 1024);
+    struct row_thread third = {.phase = NULL};
+    pthread_t other;
+    REQUIRE(pthread_create(&other, NULL, alloc_worker, &third) == 0);
+    pthread_join(other, NULL);
+    CHECK(third.reused == t[0].reused && !third.reused_zeroed);
+    if (third.reused)
+        arena_free(third.reused, 64 * 1024);
+}
+
 /* A buddy level marked full while a chunk of it is free (as when another thread's
  * allocation had marked that chunk and lost its CAS during the scan that set the mark):
  * the arenas are scanned whole before a new one is mapped, and the free chunk is found.
@@ -257,6 +319,7 @@ int main(void)
 {
     RUN(level_wrongly_marked_full_maps_no_arena);
     RUN(dirty_chunks_are_reused);
+    RUN(freed_chunks_return_to_their_thread);
     RUN(large_runs_hold_at_most_a_quarter_more);
     RUN(run_tails_are_reused);
     RUN(freed_runs_are_reused_whole_and_extended);
