@@ -411,12 +411,12 @@ static void pieces_release(struct buddy *buddy, char *start, const char *end)
 
 /* Decommits `count` runs of a class (`run`, each its address and the class's size), and
  * releases them to their buddies; a run whose decommit the kernel refused stays dirty: it
- * is put back on a stack (the purging thread's row). Sorted by address, adjacent runs merge into
- * one range, and the ranges go to the kernel in one system call where it allows it
- * (os_decommit_ranges): one TLB flush for the batch instead of one per range. The exits of 4,000
- * threads alive at once gave back 239 k superblocks in 124 k madvise calls, whose flushes took 38%
- * of the process's time (docs/BENCHMARKS.md, "Many threads alive at once"). Returns how many runs
- * were released. */
+ * is put back on a stack (the purging thread's row). Sorted by address, adjacent runs
+ * merge into one range, and the ranges go to the kernel in one system call where it
+ * allows it (os_decommit_ranges): one TLB flush for the batch instead of one per range.
+ * The exits of 4,000 threads alive at once gave back 239 k superblocks in 124 k madvise
+ * calls, whose flushes took 38% of the process's time (docs/BENCHMARKS.md, "Many threads
+ * alive at once"). Returns how many runs were released. */
 static size_t purge_batch(unsigned cls, struct iovec *run, unsigned count)
 {
     if (count == 0)

@@ -1,8 +1,8 @@
 /*
  * The arena layer: chunks from several threads never overlap, a chunk is never
  * decommitted while it is in use (its contents survive concurrent purges), dirty chunks
- * are reused, by the thread that freed them first, and once everything is freed and purged the
- * arenas coalesce completely.
+ * are reused, by the thread that freed them first, and once everything is freed and
+ * purged the arenas coalesce completely.
  */
 #include "arena.h"
 #include "buddy.h"
