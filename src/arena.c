@@ -78,8 +78,24 @@ struct arena {
     size_t backed;
     struct arena *older;                    /* next on the list; set before the push */
     _Atomic uintptr_t next[ARENA_PAGES];    /* dirty-stack link of the chunk at a page */
-    _Atomic uint32_t freed_ms[ARENA_PAGES]; /* when that chunk was freed */
+    _Atomic uint32_t freed_ms[ARENA_PAGES]; /* that chunk's free stamp (free_stamp) */
 };
+
+/* A freed chunk's stamp: the millisecond it was freed, rounded down to an odd one if the
+ * chunk held a superblock, to an even one if a large block (never up: a purge in the
+ * same millisecond would read the chunk as freed 2^32 - 1 ms ago). A purge that released
+ * only superblocks' chunks is not scored against the fresh runs that follow it
+ * (purge_due): a freed superblock's pages were small blocks' pages, and a fresh large run
+ * of that size is no sign that the purge was early. */
+static inline uint32_t free_stamp(uint32_t now, bool superblock)
+{
+    return superblock ? (now - 1) | 1 : now & ~(uint32_t)1;
+}
+
+static inline bool stamp_held_superblock(uint32_t stamp)
+{
+    return (stamp & 1) != 0;
+}
 
 typedef _Atomic(struct arena *) registry_slot;
 
@@ -447,13 +463,27 @@ static size_t purge_batch(unsigned cls, struct iovec *run, unsigned count)
     return released;
 }
 
+/* purge_batch, and the record for purge_class's *large_released of what the batch held. */
+static size_t batch_released(unsigned cls, struct iovec *run, unsigned count, bool *has_large,
+                             bool *large_released)
+{
+    size_t released = purge_batch(cls, run, count);
+    if (large_released && released > 0 && *has_large)
+        *large_released = true;
+    *has_large = false;
+    return released;
+}
+
 /* Releases the runs of one class that waited at least `delay` ms (all if force), row by
- * row; the others go back onto the row they came from, as one chain. */
-static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force)
+ * row; the others go back onto the row they came from, as one chain. *large_released
+ * (if not NULL) tells whether a batch that released anything held a large block's run. */
+static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force,
+                          bool *large_released)
 {
     size_t released = 0;
     struct iovec batch[PURGE_BATCH];
     unsigned batched = 0;
+    bool batch_has_large = false;
     for (unsigned row = 0; row < DIRTY_ROWS; row++) {
         char *keep_first = NULL, *keep_last = NULL;
         char *p = dirty_take_all(row, cls);
@@ -466,8 +496,10 @@ static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force
             uint32_t freed = atomic_load_explicit(&a->freed_ms[page], memory_order_relaxed);
             if (force || now - freed >= delay) {
                 batch[batched++] = (struct iovec){p, class_size(cls)};
+                batch_has_large |= !stamp_held_superblock(freed);
                 if (batched == PURGE_BATCH) {
-                    released += purge_batch(cls, batch, batched);
+                    released +=
+                        batch_released(cls, batch, batched, &batch_has_large, large_released);
                     batched = 0;
                 }
             } else {
@@ -481,7 +513,7 @@ static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force
         if (keep_first)
             dirty_push_chain(row, cls, keep_first, keep_last);
     }
-    released += purge_batch(cls, batch, batched);
+    released += batch_released(cls, batch, batched, &batch_has_large, large_released);
     return released;
 }
 
@@ -489,7 +521,7 @@ size_t arena_purge_all(void)
 {
     size_t released = 0;
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
-        released += purge_class(cls, 0, 0, true);
+        released += purge_class(cls, 0, 0, true, NULL);
     os_retry();
     return released;
 }
@@ -525,22 +557,28 @@ size_t arena_release_free_huge_pages(void)
 }
 
 /* Releases the runs of every stack that waited at least `delay` ms (relaxed glance at
- * each stack: one found empty is skipped, one pushed meanwhile waits for the next purge). */
+ * each stack: one found empty is skipped, one pushed meanwhile waits for the next purge).
+ * Returns the classes that released a large block's run (a bit per class): the ones a
+ * fresh large run may regret (purge_score_fresh). */
 static uint64_t purge_due(uint32_t now, uint32_t delay)
 {
     uint64_t released = 0;
-    for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
-        if (dirty_class_waiting(cls) && purge_class(cls, now, delay, false) > 0)
-            released |= (uint64_t)1 << cls;
+    for (unsigned cls = 0; cls < ARENA_CLASSES; cls++) {
+        bool large_released = false;
+        if (dirty_class_waiting(cls)) {
+            purge_class(cls, now, delay, false, &large_released);
+            if (large_released)
+                released |= (uint64_t)1 << cls;
+        }
+    }
     os_retry();
     return released;
 }
 
 /* Releases the chunks that waited `delay` ms, unless somebody purged in the last `gap`
  * ms: one thread wins the CAS on the last purge time, the others go on, nobody waits.
- * Returns the classes whose stacks gave runs back (a bit per class), 0 if this call lost
- * or released nothing. The slow paths (arena_tick, arena_alloc_run) and the purger share
- * it. */
+ * Returns purge_due's classes, 0 if this call lost or released no large block's run.
+ * The slow paths (arena_tick, arena_alloc_run) and the purger share it. */
 static uint64_t purge_if_due(uint32_t now, uint32_t gap, uint32_t delay)
 {
     uint32_t last = atomic_load_explicit(&last_purge_ms, memory_order_relaxed);
@@ -1246,13 +1284,14 @@ void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
     return p;
 }
 
-void arena_free(void *chunk, size_t size)
+static void chunk_free(void *chunk, size_t size, bool superblock)
 {
     struct arena *a = arena_of(chunk);
-    uint32_t stamp = platform_now_ms();
+    uint32_t now = platform_now_ms();
     /* Freed by a thread handing its cache back at exit: due at once (arena_prompt_end). */
     if (prompt_depth != 0)
-        stamp -= purge_delay();
+        now -= purge_delay();
+    uint32_t stamp = free_stamp(now, superblock);
     /* Relaxed: the push's release CAS publishes the stamp. */
     unsigned cls = size_class_of(size);
     atomic_store_explicit(&a->freed_ms[chunk_page(a, chunk)], stamp, memory_order_relaxed);
@@ -1265,6 +1304,16 @@ void arena_free(void *chunk, size_t size)
         atomic_fetch_add_explicit(&prompt_pending, class_size(cls), memory_order_release);
     }
     arena_tick();
+}
+
+void arena_free(void *chunk, size_t size)
+{
+    chunk_free(chunk, size, false);
+}
+
+void arena_free_superblock(void *chunk, size_t size)
+{
+    chunk_free(chunk, size, true);
 }
 
 /* The newest arena; acquire: see alloc_from_arenas. */

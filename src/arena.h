@@ -62,6 +62,9 @@ void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size);
 /* Gives back a chunk from arena_alloc(size) (any size that rounds up to the same power
  * of two) or a run of arena_alloc_large's *chunk_size bytes. */
 void arena_free(void *chunk, size_t size);
+/* arena_free for a superblock's chunk: its purge is not scored against the fresh large
+ * runs that follow (a purge's score, arena.c). */
+void arena_free_superblock(void *chunk, size_t size);
 
 /* Decommits and releases every waiting chunk now (malloc_trim); returns how many. */
 size_t arena_purge_all(void);

@@ -283,7 +283,7 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     /* The page map's publication orders it before any free of the blocks. */
     heap_set_carve_frontier(d, start);
     if (!pagemap_set(start, size, d)) {
-        arena_free(start, size);
+        arena_free_superblock(start, size);
         desc_retire(d);
         return false;
     }
@@ -405,7 +405,9 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
         bool on_stack = anchor_state(old) != ANCHOR_FULL;
         LFH_PARK(HEAP_EMPTY_UNRELEASED);
         STATS_ADD(STATS_SUPERBLOCKS_RELEASED, 1);
-        pages_release(start, size, size, false, false);
+        /* Cleared first, as in pages_release. */
+        pagemap_set(start, size, NULL);
+        arena_free_superblock(start, size);
         if (!on_stack)
             desc_retire(d);
     } else if (anchor_state(old) == ANCHOR_FULL) {

@@ -199,6 +199,17 @@ static void give_back_spare(struct tcache_cold *cold)
     give_back_list(spare, cold->spare_count);
 }
 
+/* Returns what is left of the class's bump range to its superblock (the blocks the range
+ * has not handed out yet), so that the superblock can go EMPTY once its carved blocks
+ * are back too. */
+static void give_back_bump(struct tcache_bin *bin, struct tcache_cold *cold)
+{
+    if (bin->bump != bin->bump_end)
+        heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
+    bin->bump = bin->bump_end = NULL;
+    cold->bump_desc = NULL;
+}
+
 /* Class `hot` must grow and the share has no room: every other counted class above its
  * floor halves its limit, and each gives back its spare magazine. A class still in use
  * grows again at its next fill after an overflow; one the thread no longer uses stops
@@ -677,11 +688,14 @@ static void halve_list(struct tcache *tc, unsigned cls)
     give_back_list(rest, length - keep);
 }
 
-/* What a purge tick sees of a class's list: its head and length, folded into 16 bits. A
- * fill or an overflow installs another list, so it changes them too. */
+/* What a purge tick sees of a class's list and bump range: the list's head and length
+ * and the range's next block, folded into 16 bits. A fill or an overflow installs another
+ * list, so it changes them too, and so does every block the range hands out: a class that
+ * only allocates, from its range, is in use. */
 static uint16_t list_mark(const struct tcache_bin *bin)
 {
-    uint64_t seen = ((uintptr_t)bin->head >> 4) ^ ((uint64_t)(uint32_t)bin->credit << 17);
+    uint64_t seen = ((uintptr_t)bin->head >> 4) ^ ((uint64_t)(uint32_t)bin->credit << 17) ^
+                    ((uintptr_t)bin->bump >> 4 << 40);
     seen ^= seen >> 16;
     seen ^= seen >> 32;
     return (uint16_t)seen;
@@ -699,10 +713,14 @@ static uint16_t list_mark(const struct tcache_bin *bin)
  * only by the cache, in 2,174 slow paths for 5.2 million allocations. Such a class empties
  * in a few ticks; one whose list moves keeps it, and one used a block at a time (a malloc
  * and its free, the head back where it was) keeps the blocks freed last, on top, which the
- * next allocations take (LIFO). (LRMalloc's future work of adaptive caches; jemalloc's
- * thread caches flush what stayed below a low-water mark between two of their collections,
- * which the fast path keeps.) The thread's own cache, in its own slow path: nobody else is
- * involved.
+ * next allocations take (LIFO). An idle class also gives back its bump range, which kept
+ * its superblock live for as long as the thread lived, however few of its blocks were in
+ * use: speed's chains, which move between malloc's classes and calloc's tracked ones, took
+ * 9 fresh chunks in one chain while the tracked classes' ranges held theirs
+ * (docs/BENCHMARKS.md, "Bump ranges left behind"). (LRMalloc's future work of adaptive
+ * caches; jemalloc's thread caches flush what stayed below a low-water mark between two of
+ * their collections, which the fast path keeps.) The thread's own cache, in its own slow
+ * path: nobody else is involved.
  */
 static void sweep_idle_classes(struct tcache *tc)
 {
@@ -711,7 +729,8 @@ static void sweep_idle_classes(struct tcache *tc)
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         struct tcache_bin *bin = &tc->bins[cls];
         struct tcache_cold *cold = &tc->cold[cls];
-        if (!bin->head && !cold->spare)
+        bool bump_range = bin->bump != bin->bump_end;
+        if (!bin->head && !cold->spare && !bump_range)
             continue; /* nothing to give back: most classes, and no mark to keep */
         uint16_t mark = list_mark(bin);
         if (cold->tick_mark != mark) {
@@ -721,6 +740,8 @@ static void sweep_idle_classes(struct tcache *tc)
         give_back_spare(cold);
         if (bin->head)
             halve_list(tc, cls);
+        if (bump_range)
+            give_back_bump(bin, cold);
         cold->tick_mark = list_mark(bin);
     }
 }
@@ -834,10 +855,7 @@ static unsigned flush_class(struct tcache *tc, unsigned cls)
         LFH_PARK(TCACHE_FLUSH_CLASS);
     cached += give_back_list(cold->spare, cold->spare_count);
     cold->spare = NULL;
-    if (bin->bump != bin->bump_end)
-        heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
-    bin->bump = bin->bump_end = NULL;
-    cold->bump_desc = NULL;
+    give_back_bump(bin, cold);
     return cached;
 }
 
@@ -897,9 +915,7 @@ static void trim_for_orphan(struct tcache *tc)
             if (cold->bump_desc->size <= bump_budget) {
                 bump_budget -= cold->bump_desc->size;
             } else {
-                heap_give_back(cold->bump_desc, NULL, NULL, 0, bin->bump);
-                bin->bump = bin->bump_end = NULL;
-                cold->bump_desc = NULL;
+                give_back_bump(bin, cold);
             }
         }
         if (!bin->head && !cold->spare)

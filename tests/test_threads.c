@@ -447,8 +447,19 @@ static size_t bumps_before_exit;
 static void *leave_every_class(void *arg)
 {
     (void)arg;
+    static void *first[SIZECLASS_COUNT];
+    for (unsigned c = 0; c < SIZECLASS_COUNT; c++) {
+        first[c] = T_MALLOC(sizeclass_block_size[c]);
+        REQUIRE(first[c] != NULL);
+    }
+    /* Each class took a new superblock, and the sweeps of idle classes that those fills
+     * took (tcache.c, TCACHE_SWEEP_NEW_BYTES) gave back the ranges of the classes passed
+     * first. Their first blocks keep those superblocks live, so a second block of each
+     * class comes from its range, or from its superblock again, range and all. */
     for (unsigned c = 0; c < SIZECLASS_COUNT; c++)
         T_FREE(T_MALLOC(sizeclass_block_size[c]));
+    for (unsigned c = 0; c < SIZECLASS_COUNT; c++)
+        T_FREE(first[c]);
     bumps_before_exit = bump_range_bytes();
     exited_id = tcache_self.id;
     return NULL;
@@ -554,14 +565,15 @@ static void caches_share_a_budget(void)
 }
 
 /* Idle classes (tcache.c, sweep_idle_classes): a class the thread stopped using gives
- * back what it cached, spare and list, at the purge ticks that the thread's frees of
- * other classes take (every 65,536th free that stays in the cache), where it kept those
- * blocks, and the superblocks they lie in, for as long as the thread lived. The class in
- * use goes on with its blocks intact. */
-enum { IDLE_BLOCKS = 400, IDLE_SIZE = 256, BUSY_SIZE = 64 };
+ * back what it cached, spare and list, and the rest of its bump range, at the purge ticks
+ * that the thread's frees of other classes take (every 65,536th free that stays in the
+ * cache), where it kept those blocks, and the superblocks they lie in, for as long as the
+ * thread lived. The class in use goes on with its blocks intact. */
+enum { IDLE_BLOCKS = 400, IDLE_MAX = 8192, IDLE_SIZE = 256, BUSY_SIZE = 64 };
 
 struct idle_seen {
     uint32_t held_before, held_after;
+    bool range_before, range_after;
     bool intact;
 };
 
@@ -572,22 +584,39 @@ static uint32_t cached_blocks(unsigned cls)
     return listed + (cold->spare ? cold->spare_count : 0);
 }
 
-static void *leave_a_class_idle(void *out)
+static bool holds_bump_range(unsigned cls)
 {
-    struct idle_seen *seen = out;
-    static void *blocks[IDLE_BLOCKS];
-    seen->intact = true;
-    for (int i = 0; i < IDLE_BLOCKS; i++) {
-        blocks[i] = T_MALLOC(IDLE_SIZE);
-        REQUIRE(blocks[i] != NULL);
-        memset(blocks[i], i & 0xff, IDLE_SIZE);
+    return tcache_self.bins[cls].bump != tcache_self.bins[cls].bump_end;
+}
+
+/* Allocates IDLE_BLOCKS blocks of IDLE_SIZE, and more until the class holds a bump range
+ * (a fill may end one exactly, or bring none), then frees them all: the class then caches
+ * freed blocks and a range the thread will not use. */
+static void use_a_class_then_leave_it(struct idle_seen *seen)
+{
+    static void *blocks[IDLE_MAX];
+    unsigned cls = sizeclass_of(IDLE_SIZE);
+    int n = 0;
+    while (n < IDLE_BLOCKS || (!holds_bump_range(cls) && n < IDLE_MAX)) {
+        blocks[n] = T_MALLOC(IDLE_SIZE);
+        REQUIRE(blocks[n] != NULL);
+        memset(blocks[n], n & 0xff, IDLE_SIZE);
+        n++;
     }
-    for (int i = 0; i < IDLE_BLOCKS; i++) {
+    seen->range_before = holds_bump_range(cls);
+    for (int i = 0; i < n; i++) {
         const unsigned char *b = blocks[i];
         seen->intact &= b[0] == (i & 0xff) && b[IDLE_SIZE - 1] == (i & 0xff);
         T_FREE(blocks[i]);
     }
-    seen->held_before = cached_blocks(sizeclass_of(IDLE_SIZE));
+    seen->held_before = cached_blocks(cls);
+}
+
+static void *leave_a_class_idle(void *out)
+{
+    struct idle_seen *seen = out;
+    seen->intact = true;
+    use_a_class_then_leave_it(seen);
     /* 20 purge ticks: one clears the class's mark of its last fill or overflow, each
      * further one takes its spare and halves its list. */
     unsigned char *kept = T_MALLOC(BUSY_SIZE);
@@ -604,6 +633,7 @@ static void *leave_a_class_idle(void *out)
         seen->intact &= kept[i] == 0x5c;
     T_FREE(kept);
     seen->held_after = cached_blocks(sizeclass_of(IDLE_SIZE));
+    seen->range_after = holds_bump_range(sizeclass_of(IDLE_SIZE));
     return NULL;
 }
 
@@ -613,11 +643,14 @@ static void idle_classes_give_their_blocks_back(void)
     struct idle_seen seen;
     REQUIRE(pthread_create(&t, NULL, leave_a_class_idle, &seen) == 0);
     pthread_join(t, NULL);
-    printf("  %d-byte blocks cached: %u after the frees, %u after 20 purge ticks\n", IDLE_SIZE,
-           seen.held_before, seen.held_after);
+    printf("  %d-byte blocks cached: %u after the frees, %u after 20 purge ticks; bump range "
+           "held: %d, then %d\n",
+           IDLE_SIZE, seen.held_before, seen.held_after, seen.range_before, seen.range_after);
     CHECK(seen.intact);
     CHECK(seen.held_before >= 16);
     CHECK(seen.held_after == 0);
+    CHECK(seen.range_before);
+    CHECK(!seen.range_after);
 }
 
 /* A thread that moves on to other classes and only allocates (a phase that builds a
@@ -630,24 +663,17 @@ enum { NEW_PHASE_SIZE = 192, NEW_PHASE_BYTES = 8 << 20 };
 static void *leave_a_class_for_new_superblocks(void *out)
 {
     struct idle_seen *seen = out;
-    static void *blocks[IDLE_BLOCKS];
     enum { KEPT = NEW_PHASE_BYTES / NEW_PHASE_SIZE };
     static unsigned char *kept[KEPT];
     seen->intact = true;
-    for (int i = 0; i < IDLE_BLOCKS; i++) {
-        blocks[i] = T_MALLOC(IDLE_SIZE);
-        REQUIRE(blocks[i] != NULL);
-        memset(blocks[i], i & 0xff, IDLE_SIZE);
-    }
-    for (int i = 0; i < IDLE_BLOCKS; i++)
-        T_FREE(blocks[i]);
-    seen->held_before = cached_blocks(sizeclass_of(IDLE_SIZE));
+    use_a_class_then_leave_it(seen);
     for (int i = 0; i < KEPT; i++) {
         kept[i] = T_MALLOC(NEW_PHASE_SIZE);
         REQUIRE(kept[i] != NULL);
         memset(kept[i], i & 0xff, NEW_PHASE_SIZE);
     }
     seen->held_after = cached_blocks(sizeclass_of(IDLE_SIZE));
+    seen->range_after = holds_bump_range(sizeclass_of(IDLE_SIZE));
     for (int i = 0; i < KEPT; i++) {
         seen->intact &= kept[i][0] == (i & 0xff) && kept[i][NEW_PHASE_SIZE - 1] == (i & 0xff);
         T_FREE(kept[i]);
@@ -661,11 +687,15 @@ static void classes_left_give_back_before_new_superblocks(void)
     struct idle_seen seen;
     REQUIRE(pthread_create(&t, NULL, leave_a_class_for_new_superblocks, &seen) == 0);
     pthread_join(t, NULL);
-    printf("  %d-byte blocks cached: %u after the frees, %u after %d MiB of %d-byte blocks\n",
-           IDLE_SIZE, seen.held_before, seen.held_after, NEW_PHASE_BYTES >> 20, NEW_PHASE_SIZE);
+    printf("  %d-byte blocks cached: %u after the frees, %u after %d MiB of %d-byte blocks; "
+           "bump range held: %d, then %d\n",
+           IDLE_SIZE, seen.held_before, seen.held_after, NEW_PHASE_BYTES >> 20, NEW_PHASE_SIZE,
+           seen.range_before, seen.range_after);
     CHECK(seen.intact);
     CHECK(seen.held_before >= 16);
     CHECK(seen.held_after == 0);
+    CHECK(seen.range_before);
+    CHECK(!seen.range_after);
 }
 
 /* A child forked while other threads hold caches has only the forking thread: its share

@@ -35,6 +35,9 @@ run purge-at-exit-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-
 run purge-pool-rebuild-preloaded env LFHEAP_PURGE_MS=1000 LD_PRELOAD="$lib" build/t-plain/test_purge rebuild
 # Freed runs a program's new sizes cannot use go back early (after 1/16 of a 3.2 s delay).
 run purge-on-shift-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" build/t-plain/test_purge shift
+# A purge of superblocks' chunks alone is not regretted (test_purge.c explains).
+run purge-superblocks-unscored-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" \
+    build/t-plain/test_purge superblocks
 # A purge delay that is no number of milliseconds leaves the default (it was read as 0).
 for setting in empty:"" word:soon negative:-5 unit:250ms; do
     run "purge-setting-ignored-${setting%%:*}" env LFHEAP_PURGE_MS="${setting#*:}" \
