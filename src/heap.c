@@ -203,16 +203,12 @@ static inline _Atomic uint64_t *partial_shard(unsigned cls, uint64_t tid)
 
 /* ---- superblocks ------------------------------------------------------------------ */
 
-/* Gives back the pages of a superblock or large block, whose first `registered` bytes
- * hold its page-map entries (all of a superblock, a large block's first page). It takes
- * no descriptor: once a superblock is EMPTY, the thread that pops its descriptor may
- * recycle it at any moment, so the releasing thread works from copies it made while the
- * superblock was live. */
-static void pages_release(char *start, size_t size, size_t registered, bool os_backed, bool guarded)
+/* Gives back the pages of a large block, whose first page holds its page-map entry. */
+static void large_pages_release(char *start, size_t size, bool os_backed, bool guarded)
 {
     /* Clear the map first: once the pages are unmapped another mapping may take their
      * addresses and register them. */
-    pagemap_set(start, registered, NULL);
+    pagemap_set(start, OS_PAGE_SIZE, NULL);
     /* The secure build's guard page after a large block goes with the chunk (a mapping of
      * its own goes with its unmapping): the chunk's next tenant may put a block there. A
      * refusal keeps the chunk out of use, and its guard counted, rather than hand out a
@@ -405,7 +401,9 @@ void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t coun
         bool on_stack = anchor_state(old) != ANCHOR_FULL;
         LFH_PARK(HEAP_EMPTY_UNRELEASED);
         STATS_ADD(STATS_SUPERBLOCKS_RELEASED, 1);
-        /* Cleared first, as in pages_release. */
+        /* From copies made while the superblock was live: the thread that pops `d` may
+         * recycle it at any moment now. The map is cleared first, as in
+         * large_pages_release. */
         pagemap_set(start, size, NULL);
         arena_free_superblock(start, size);
         if (!on_stack)
@@ -560,7 +558,7 @@ void heap_large_free(struct descriptor *d)
     vgclient_free(d->start);
     STATS_ADD(d->os_backed ? STATS_HUGE_FREED : STATS_LARGE_FREED, 1);
     STATS_ADD(d->os_backed ? STATS_HUGE_BYTES_OUT : STATS_LARGE_BYTES_OUT, d->size);
-    pages_release(d->start, d->size, OS_PAGE_SIZE, d->os_backed, d->large_guarded);
+    large_pages_release(d->start, d->size, d->os_backed, d->large_guarded);
     desc_retire(d);
 }
 
