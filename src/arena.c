@@ -463,27 +463,16 @@ static size_t purge_batch(unsigned cls, struct iovec *run, unsigned count)
     return released;
 }
 
-/* purge_batch, and the record for purge_class's *large_released of what the batch held. */
-static size_t batch_released(unsigned cls, struct iovec *run, unsigned count, bool *has_large,
-                             bool *large_released)
-{
-    size_t released = purge_batch(cls, run, count);
-    if (large_released && released > 0 && *has_large)
-        *large_released = true;
-    *has_large = false;
-    return released;
-}
-
 /* Releases the runs of one class that waited at least `delay` ms (all if force), row by
  * row; the others go back onto the row they came from, as one chain. *large_released
- * (if not NULL) tells whether a batch that released anything held a large block's run. */
+ * (if not NULL) tells whether a large block's run was among those due (a run the kernel
+ * refused to decommit, put back on its stack, counts too: the answer only scores). */
 static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force,
                           bool *large_released)
 {
     size_t released = 0;
     struct iovec batch[PURGE_BATCH];
     unsigned batched = 0;
-    bool batch_has_large = false;
     for (unsigned row = 0; row < DIRTY_ROWS; row++) {
         char *keep_first = NULL, *keep_last = NULL;
         char *p = dirty_take_all(row, cls);
@@ -496,10 +485,10 @@ static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force
             uint32_t freed = atomic_load_explicit(&a->freed_ms[page], memory_order_relaxed);
             if (force || now - freed >= delay) {
                 batch[batched++] = (struct iovec){p, class_size(cls)};
-                batch_has_large |= !stamp_held_superblock(freed);
+                if (large_released && !stamp_held_superblock(freed))
+                    *large_released = true;
                 if (batched == PURGE_BATCH) {
-                    released +=
-                        batch_released(cls, batch, batched, &batch_has_large, large_released);
+                    released += purge_batch(cls, batch, batched);
                     batched = 0;
                 }
             } else {
@@ -513,7 +502,7 @@ static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force
         if (keep_first)
             dirty_push_chain(row, cls, keep_first, keep_last);
     }
-    released += batch_released(cls, batch, batched, &batch_has_large, large_released);
+    released += purge_batch(cls, batch, batched);
     return released;
 }
 
