@@ -273,9 +273,9 @@ void api_free_known_block(void *ptr, struct descriptor *desc)
     tcache_free_slow(ptr, desc);
 }
 
-/* free and its sized forms in the statistics and debug builds, the general path: counts
- * the call, checks the pointer (and, if `sized`, the size and alignment: 0 for
- * free_sized), then frees the block as the release build would. */
+/* free and its sized and aligned forms in the statistics and debug builds, the general
+ * path: counts the call, checks the pointer, the size if `sized` and the alignment if
+ * `align` is not 0, then frees the block as the release build would. */
 static LFH_NOINLINE void free_checked(void *ptr, const char *routine, bool sized, size_t size,
                                       size_t align)
 {
@@ -289,8 +289,8 @@ static LFH_NOINLINE void free_checked(void *ptr, const char *routine, bool sized
         STATS_ADD(STATS_FREE_INVALID, 1);
         return; /* ignored, as the release build ignores it */
     }
-    if (sized)
-        debug_check_sized(routine, ptr, desc, request, size, align);
+    if (sized || align)
+        debug_check_sized(routine, ptr, desc, request, sized ? size : request, align);
     stats_count_free(usable_size(desc), request);
     api_free_known_block(ptr, desc);
 }
@@ -360,11 +360,12 @@ LFH_EXPORT void lfh_free_aligned_sized(void *ptr, size_t alignment, size_t size)
 }
 
 /* C++'s deletes in the statistics and debug builds: free's checks, and free_sized's for
- * the sized ones (`sized`; align 0 for none), under the operator's name in the reports. */
+ * the sized (`sized`) and the aligned ones (align 0 for none), under the operator's name
+ * in the reports. */
 void api_delete_instrumented(void *ptr, bool sized, size_t size, size_t align)
 {
-    if (sized)
-        free_checked(ptr, "operator delete", true, size, align);
+    if (sized || align)
+        free_checked(ptr, "operator delete", sized, size, align);
     else
         free_instrumented(ptr, "operator delete");
 }

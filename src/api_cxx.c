@@ -33,8 +33,9 @@
  * __throw_bad_alloc (weak references pull in no archive member).
  *
  * Sized and aligned deletes go to free_sized and free_aligned_sized (the unsized aligned
- * ones to free), which find the block through the page map: they are correct for any
- * block lfheap handed out, whatever size they are given. An alignment that is not a power
+ * ones to free; the builds that check pointers check their alignment too), which find the
+ * block through the page map: they are correct for any block lfheap handed out, whatever
+ * size or alignment they are given. An alignment that is not a power
  * of two (undefined in C++) fails at once, without the new-handler, as libstdc++ does.
  * Defined only in builds that define the standard names.
  */
@@ -138,11 +139,20 @@ static void *cxx_new_aligned_nothrow(size_t size, size_t align, const void *noth
     return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, CXX_ALIGNED | CXX_NOTHROW);
 }
 
-/* Also the aligned and the nothrow deletes: their extra argument changes nothing. */
+/* Also the nothrow deletes: their extra argument changes nothing. */
 static void cxx_delete(void *ptr)
 {
     if (API_INSTRUMENTED)
         api_delete_instrumented(ptr, false, 0, 0);
+    else
+        api_free(ptr);
+}
+
+/* Also the nothrow aligned deletes. Only the builds that check pointers read the alignment. */
+static void cxx_delete_aligned(void *ptr, size_t align)
+{
+    if (API_INSTRUMENTED)
+        api_delete_instrumented(ptr, false, 0, align ? align : 1);
     else
         api_free(ptr);
 }
@@ -189,11 +199,11 @@ CXX_OPERATOR(_ZdaPv, cxx_delete);
 CXX_OPERATOR(_ZdlPvRKSt9nothrow_t, cxx_delete);
 CXX_OPERATOR(_ZdaPvRKSt9nothrow_t, cxx_delete);
 /* (void *, std::align_val_t) */
-CXX_OPERATOR(_ZdlPvSt11align_val_t, cxx_delete);
-CXX_OPERATOR(_ZdaPvSt11align_val_t, cxx_delete);
+CXX_OPERATOR(_ZdlPvSt11align_val_t, cxx_delete_aligned);
+CXX_OPERATOR(_ZdaPvSt11align_val_t, cxx_delete_aligned);
 /* (void *, std::align_val_t, const std::nothrow_t &) */
-CXX_OPERATOR(_ZdlPvSt11align_val_tRKSt9nothrow_t, cxx_delete);
-CXX_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, cxx_delete);
+CXX_OPERATOR(_ZdlPvSt11align_val_tRKSt9nothrow_t, cxx_delete_aligned);
+CXX_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, cxx_delete_aligned);
 /* (void *, size_t) */
 CXX_OPERATOR(_ZdlPvm, cxx_delete_sized);
 CXX_OPERATOR(_ZdaPvm, cxx_delete_sized);

@@ -126,9 +126,9 @@ void debug_died(struct descriptor *desc, void *block);
  * the tail canary too (free, realloc). *request is the block's request size. */
 bool debug_check(const char *routine, void *ptr, struct descriptor *desc, bool canary,
                  size_t *request);
-/* free_sized, free_aligned_sized or a sized operator delete (`routine`; align 0 for no
- * alignment) of the live block `ptr` of `request` bytes: reports a size or alignment
- * other than it was allocated with. */
+/* free_sized, free_aligned_sized or a sized or aligned operator delete (`routine`; align
+ * 0 for no alignment) of the live block `ptr` of `request` bytes: reports a size or
+ * alignment other than it was allocated with. */
 void debug_check_sized(const char *routine, void *ptr, struct descriptor *desc, size_t request,
                        size_t size, size_t align);
 /* Reports a write to the freed block `block` (its fill is not intact). */

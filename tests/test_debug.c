@@ -186,6 +186,28 @@ static void case_delete_sized_wrong(void)
     _ZdlPvm(p, 50);
 }
 
+/* The unsized aligned deletes (operator delete(void *, std::align_val_t) and its nothrow
+ * array form) check the alignment as the sized one does. */
+void *_ZnwmSt11align_val_t(size_t size, size_t align) __attribute__((weak));
+void _ZdlPvSt11align_val_t(void *ptr, size_t align) __attribute__((weak));
+void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *ptr, size_t align, const void *tag)
+    __attribute__((weak));
+
+static void case_delete_aligned_wrong(void)
+{
+    REQUIRE(_ZnwmSt11align_val_t && _ZdlPvSt11align_val_t);
+    void *p = _ZnwmSt11align_val_t(100, 128);
+    _ZdlPvSt11align_val_t(p, 64);
+}
+
+static void case_delete_aligned_nothrow_wrong(void)
+{
+    REQUIRE(_Znwm && _ZdaPvSt11align_val_tRKSt9nothrow_t);
+    char tag = 0;
+    void *p = _Znwm(100);
+    _ZdaPvSt11align_val_tRKSt9nothrow_t(p, 256, &tag);
+}
+
 static void case_unfreed(void)
 {
     char *p = opaque(malloc(1000));
@@ -204,6 +226,8 @@ static void case_clean(void)
     free_sized(p, 10);
     char *a = aligned_alloc(64, 128);
     free_aligned_sized(a, 64, 128);
+    REQUIRE(_ZnwmSt11align_val_t && _ZdlPvSt11align_val_t);
+    _ZdlPvSt11align_val_t(_ZnwmSt11align_val_t(100, 128), 128);
     void *zero = malloc(0);
     memset(zero, 1, malloc_usable_size(zero));
     free(zero);
@@ -252,6 +276,10 @@ static const struct test_case cases[] = {
     {"free_aligned_sized_wrong", case_free_aligned_sized_wrong,
      "lfheap: wrong alignment: free_aligned_sized(0x", 1},
     {"delete_sized_wrong", case_delete_sized_wrong, "lfheap: wrong size: operator delete(0x", 1},
+    {"delete_aligned_wrong", case_delete_aligned_wrong,
+     ", alignment 64): the block was allocated aligned to 128", 1},
+    {"delete_aligned_nothrow_wrong", case_delete_aligned_nothrow_wrong,
+     "lfheap: wrong alignment: operator delete(0x", 1},
     {"unfreed", case_unfreed, "lfheap: unfreed storage: 1,000 bytes requested and not freed", 0},
     {"clean", case_clean, NULL, 0},
 };
