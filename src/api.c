@@ -38,9 +38,11 @@
 /* ---- large blocks ------------------------------------------------------------------ */
 
 /* The heap's large-block calls, each followed by the start of the background purger if
- * its tick asked for it (tcache_purger_poll): these paths hold nothing of the cache. */
+ * its tick asked for it (tcache_purger_poll): these paths hold nothing of the cache. The
+ * allocation and the free set up the thread's cache, so that its exit purges. */
 static void *large_alloc(size_t size, size_t align, bool *zeroed)
 {
+    tcache_setup_for_large();
     void *block = heap_large_alloc(size, align, zeroed);
     tcache_purger_poll();
     return block;
@@ -48,6 +50,7 @@ static void *large_alloc(size_t size, size_t align, bool *zeroed)
 
 static void large_free(struct descriptor *desc)
 {
+    tcache_setup_for_large();
     heap_large_free(desc);
     tcache_purger_poll();
 }

@@ -149,10 +149,16 @@ static void live_count_leave(void)
 }
 
 /* A forked child has one thread, the one that forked: the others' caches are not its
- * to count. A relaxed store is enough: the child runs no other thread yet. */
-static void live_count_after_fork(void)
+ * to count. A relaxed store is enough: the child runs no other thread yet. Its next free
+ * that stays in the cache takes the purge tick: a child that inherited its parent's freed
+ * memory and lives on the fast paths (LFHEAP_BACKGROUND=1's child, whose purger starts at
+ * a tick, held 200 MiB of it for good) purges what is due and starts its own purger at
+ * once, rather than 65,536 frees later. Starting the purger here instead would make every
+ * forked child multi-threaded, which some calls refuse (unshare of a user namespace). */
+static void after_fork_child(void)
 {
     atomic_store_explicit(&tcache_live, tcache_counted ? 1 : 0, memory_order_relaxed);
+    tcache_self.free_ticks = 1;
 }
 
 /* This thread's share of the caches' budget. */
@@ -239,7 +245,7 @@ static void tcache_thread_exit(void *unused);
 __attribute__((constructor)) static void tcache_exit_key_early(void)
 {
     /* Refused, a forked child of many threads keeps their count: smaller shares, no more. */
-    platform_at_fork_child(live_count_after_fork);
+    platform_at_fork_child(after_fork_child);
     platform_thread_key(&tcache_exit_key, tcache_thread_exit);
 }
 
@@ -588,6 +594,16 @@ void *tcache_alloc_slow(unsigned cls)
     busy_leave();
     tcache_purger_poll();
     return block;
+}
+
+void tcache_setup_slow(void)
+{
+    struct tcache *tc = &tcache_self;
+    if (tc->id != TCACHE_ID_UNSET)
+        return;
+    busy_enter();
+    tcache_setup(tc);
+    busy_leave();
 }
 
 void *tcache_alloc_slow_size(size_t size)

@@ -106,6 +106,17 @@ LFH_INLINE bool tcache_uncached(void)
 /* The calling thread's share of the caches' budget, in bytes (see TCACHE_BUDGET_TOTAL). */
 uint64_t tcache_budget_share(void);
 
+/* Sets up the calling thread's cache if it has none yet, for the large-block paths, which
+ * do not use it: a thread that only ever takes large blocks must still give back, at its
+ * exit, what it freed (the exit purge runs from the cache's exit; a thread that took
+ * 100 MiB in 1 MiB blocks, freed them and exited left them all resident). */
+void tcache_setup_slow(void) LFH_NOINLINE;
+LFH_INLINE void tcache_setup_for_large(void)
+{
+    if (LFH_UNLIKELY(tcache_self.id == TCACHE_ID_UNSET))
+        tcache_setup_slow();
+}
+
 void *tcache_alloc_slow(unsigned cls) LFH_NOINLINE;
 /* The same for a small request of `size` bytes (malloc's fast path keeps the size in its
  * argument register, so handing it over costs nothing). */

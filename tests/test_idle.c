@@ -16,6 +16,9 @@
  *            statistics build: no thread cache is set up but the test's threads')
  *   fork     with the switch and the purger running: a child (which inherits no thread)
  *            works, and its memory goes back once it freed it: it starts its own purger
+ *   forkfast with the switch and a purge delay of seconds: a child forked right after its
+ *            parent freed a burst, which lives on the fast paths, gets its purger at its
+ *            first free, and the memory it inherited goes back
  *   last     with the switch: a process whose main thread leaves by pthread_exit ends
  *            when its last other thread returns, as without lfheap: the purger stays
  *            while a thread lives (and still gives memory back), then leaves too
@@ -420,6 +423,52 @@ static void forked_child_gets_its_own_purger(void)
     burst(16);
 }
 
+/* A child forked right after its parent freed a burst inherits the freed memory, and
+ * lives on the fast paths: it takes a cached block and frees it again, over and over.
+ * Its first free takes the purge tick, which starts its own purger, and the inherited
+ * memory goes back. Before, the child's purger waited for a slow path (or 65,536 frees),
+ * and such a child held the parent's freed memory for good. Run with a purge delay of
+ * seconds, so that the parent's purger cannot release the burst before the fork. */
+static void forked_child_on_the_fast_paths_gets_its_purger(void)
+{
+    long base = rss_kib();
+    burst(256);
+    /* A block of this size in the cache: the child's calls below never leave the fast
+     * paths. */
+    T_FREE(T_MALLOC(16));
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        long start = rss_kib();
+        /* 1: the child did not inherit the freed burst (the test proves nothing then) */
+        int status = start - base > 128 * 1024 ? 0 : 1;
+        double until = seconds() + WAIT_SECONDS;
+        long now = start;
+        while (now - base > NEAR_START_KIB && seconds() < until) {
+            char *p = T_MALLOC(16);
+            if (!p)
+                status |= 8;
+            else
+                *(volatile char *)p = 1;
+            T_FREE(p);
+            usleep(POLL_MICROSECONDS);
+            now = rss_kib();
+        }
+        if (now - base > NEAR_START_KIB)
+            status |= 2;
+        fprintf(stderr, "# child: rss at the start %ld KiB, at the fork %ld KiB, then %ld KiB\n",
+                base, start, now);
+        _exit(status);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    /* 2: the child's RSS stayed up; 8: malloc failed */
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fprintf(stderr, "child status %#x\n", (unsigned)status);
+}
+
 /* The state of the main thread, from /proc/self/stat (after the last ')'); 0 if unknown. */
 static char main_thread_state(void)
 {
@@ -623,6 +672,8 @@ int main(int argc, char **argv)
         RUN(purger_started_once);
     } else if (strcmp(which, "fork") == 0) {
         RUN(forked_child_gets_its_own_purger);
+    } else if (strcmp(which, "forkfast") == 0) {
+        RUN(forked_child_on_the_fast_paths_gets_its_purger);
     } else if (strcmp(which, "last") == 0) {
         RUN(purger_leaves_with_the_last_thread);
     } else if (strcmp(which, "jump") == 0) {

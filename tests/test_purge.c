@@ -7,7 +7,10 @@
  * `test_purge exit` (run with a purge delay of a minute, so that the delay cannot be what
  * gives the memory back): when worker threads exit and the process then holds more freed
  * memory than live memory, the exit gives it back at once, and the resident size right
- * after the joins is back near the start.
+ * after the joins is back near the start. `test_purge exitlarge` (the same delay): also
+ * when the thread took only large blocks. Each runs in a process of its own: an exit
+ * purge followed by fresh runs within its window is regretted, and keeps the next exit
+ * from purging (arena.c, *early purges keep score*).
  *
  * `test_purge shift` (run with a purge delay of 3.2 s, whose 1/16 is 200 ms): a program
  * frees 24 MiB of blocks of one size and then allocates 24 MiB of a size the freed runs
@@ -215,6 +218,40 @@ static void rss_falls_back_when_the_workers_exit(void)
     long end = test_rss_kib();
     printf("# rss: start %ld KiB, after the producer %ld KiB, after the consumer %ld KiB\n", start,
            peak, end);
+    CHECK(end - start < 16 * 1024);
+}
+
+/* A thread that takes only large blocks: 64 MiB of 1 MiB blocks, each page written, all
+ * freed before it exits. Its exit gives them back as any other thread's does: before,
+ * such a thread set up no cache, whose exit is where that purge runs, and the 64 MiB
+ * stayed resident. */
+enum { LARGE_ONLY = 64, LARGE_ONLY_SIZE = 1 << 20 };
+
+static void *large_only(void *arg)
+{
+    (void)arg;
+    char *blocks[LARGE_ONLY];
+    for (int i = 0; i < LARGE_ONLY; i++) {
+        blocks[i] = T_MALLOC(LARGE_ONLY_SIZE);
+        REQUIRE(blocks[i]);
+        for (size_t at = 0; at < LARGE_ONLY_SIZE; at += 4096)
+            blocks[i][at] = (char)i;
+    }
+    for (int i = 0; i < LARGE_ONLY; i++) {
+        CHECK(blocks[i][LARGE_ONLY_SIZE - 4096] == (char)i);
+        T_FREE(blocks[i]);
+    }
+    return NULL;
+}
+
+static void rss_falls_back_when_a_large_only_thread_exits(void)
+{
+    long start = test_rss_kib();
+    pthread_t thread;
+    REQUIRE(pthread_create(&thread, NULL, large_only, NULL) == 0);
+    REQUIRE(pthread_join(thread, NULL) == 0);
+    long end = test_rss_kib();
+    printf("# rss: start %ld KiB, after the large-only thread %ld KiB\n", start, end);
     CHECK(end - start < 16 * 1024);
 }
 
@@ -491,6 +528,10 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "shift") == 0) {
         RUN(rss_stays_flat_when_sizes_shift);
+        return test_exit_status();
+    }
+    if (argc > 1 && strcmp(argv[1], "exitlarge") == 0) {
+        RUN(rss_falls_back_when_a_large_only_thread_exits);
         return test_exit_status();
     }
     if (argc > 1 && strcmp(argv[1], "exit") == 0) {

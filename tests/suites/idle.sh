@@ -18,6 +18,8 @@ run idle-off-0 env LFHEAP_BACKGROUND=0 LD_PRELOAD="$lib" build/t-plain/test_idle
 run idle-once env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle once
 run idle-once-stats env LFHEAP_BACKGROUND=1 build/t-stats/test_idle once
 run idle-fork env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle fork
+run idle-fork-fast-paths env LFHEAP_BACKGROUND=1 LFHEAP_PURGE_MS=3000 LD_PRELOAD="$lib" \
+    build/t-plain/test_idle forkfast
 run idle-last-thread env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle last
 run idle-after-siglongjmp env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle jump
 run idle-fault build/t-fault/test_idle fault
