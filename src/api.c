@@ -365,12 +365,13 @@ LFH_EXPORT void lfh_free_aligned_sized(void *ptr, size_t alignment, size_t size)
 /* C++'s deletes in the statistics and debug builds: free's checks, and free_sized's for
  * the sized (`sized`) and the aligned ones (align 0 for none), under the operator's name
  * in the reports. */
-void api_delete_instrumented(void *ptr, bool sized, size_t size, size_t align)
+void api_delete_instrumented(void *ptr, const char *operator_name, bool sized, size_t size,
+                             size_t align)
 {
     if (sized || align)
-        free_checked(ptr, "operator delete", sized, size, align);
+        free_checked(ptr, operator_name, sized, size, align);
     else
-        free_instrumented(ptr, "operator delete");
+        free_instrumented(ptr, operator_name);
 }
 
 /* ---- queries and resizing --------------------------------------------------------- */

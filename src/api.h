@@ -21,8 +21,7 @@
 void *api_malloc(size_t size) API_INTERNAL;
 void *api_aligned_alloc(size_t alignment, size_t size) API_INTERNAL;
 void api_free(void *ptr) API_INTERNAL;
-void api_free_sized(void *ptr, size_t size) API_INTERNAL;
-void api_free_aligned_sized(void *ptr, size_t alignment, size_t size) API_INTERNAL;
-void api_delete_instrumented(void *ptr, bool sized, size_t size, size_t align) API_INTERNAL;
+void api_delete_instrumented(void *ptr, const char *operator_name, bool sized, size_t size,
+                             size_t align) API_INTERNAL;
 
 #endif

@@ -139,38 +139,57 @@ static void *cxx_new_aligned_nothrow(size_t size, size_t align, const void *noth
     return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, CXX_ALIGNED | CXX_NOTHROW);
 }
 
-/* Also the nothrow deletes: their extra argument changes nothing. */
-static void cxx_delete(void *ptr)
+/* Every delete frees the block; only the builds that check pointers read the size and
+ * alignment (an alignment of 0 is no power of two: the check reports it as wrong), and
+ * they name the operator in their reports. The nothrow forms share the others' code: their
+ * extra argument changes nothing. */
+LFH_INLINE void delete_block(const char *operator_name, void *ptr, bool sized, size_t size,
+                             size_t align)
 {
     if (API_INSTRUMENTED)
-        api_delete_instrumented(ptr, false, 0, 0);
+        api_delete_instrumented(ptr, operator_name, sized, size, align);
     else
         api_free(ptr);
 }
 
-/* Also the nothrow aligned deletes. Only the builds that check pointers read the alignment. */
+static void cxx_delete(void *ptr)
+{
+    delete_block("operator delete", ptr, false, 0, 0);
+}
+
+static void cxx_delete_array(void *ptr)
+{
+    delete_block("operator delete[]", ptr, false, 0, 0);
+}
+
 static void cxx_delete_aligned(void *ptr, size_t align)
 {
-    if (API_INSTRUMENTED)
-        api_delete_instrumented(ptr, false, 0, align ? align : 1);
-    else
-        api_free(ptr);
+    delete_block("operator delete", ptr, false, 0, align ? align : 1);
+}
+
+static void cxx_delete_array_aligned(void *ptr, size_t align)
+{
+    delete_block("operator delete[]", ptr, false, 0, align ? align : 1);
 }
 
 static void cxx_delete_sized(void *ptr, size_t size)
 {
-    if (API_INSTRUMENTED)
-        api_delete_instrumented(ptr, true, size, 0);
-    else
-        api_free_sized(ptr, size);
+    delete_block("operator delete", ptr, true, size, 0);
+}
+
+static void cxx_delete_array_sized(void *ptr, size_t size)
+{
+    delete_block("operator delete[]", ptr, true, size, 0);
 }
 
 static void cxx_delete_aligned_sized(void *ptr, size_t size, size_t align)
 {
-    if (API_INSTRUMENTED)
-        api_delete_instrumented(ptr, true, size, align ? align : 1);
-    else
-        api_free_aligned_sized(ptr, align, size);
+    delete_block("operator delete", ptr, true, size, align ? align : 1);
+}
+
+static void cxx_delete_array_aligned_sized(void *ptr, size_t size, size_t align)
+{
+    delete_block("operator delete[]", ptr, true, size, align ? align : 1);
 }
 
 /* ---- their mangled names ------------------------------------------------------------ */
@@ -194,21 +213,21 @@ CXX_OPERATOR(_ZnamSt11align_val_tRKSt9nothrow_t, cxx_new_aligned_nothrow);
 
 /* operator delete, delete[] (void *) */
 CXX_OPERATOR(_ZdlPv, cxx_delete);
-CXX_OPERATOR(_ZdaPv, cxx_delete);
+CXX_OPERATOR(_ZdaPv, cxx_delete_array);
 /* (void *, const std::nothrow_t &) */
 CXX_OPERATOR(_ZdlPvRKSt9nothrow_t, cxx_delete);
-CXX_OPERATOR(_ZdaPvRKSt9nothrow_t, cxx_delete);
+CXX_OPERATOR(_ZdaPvRKSt9nothrow_t, cxx_delete_array);
 /* (void *, std::align_val_t) */
 CXX_OPERATOR(_ZdlPvSt11align_val_t, cxx_delete_aligned);
-CXX_OPERATOR(_ZdaPvSt11align_val_t, cxx_delete_aligned);
+CXX_OPERATOR(_ZdaPvSt11align_val_t, cxx_delete_array_aligned);
 /* (void *, std::align_val_t, const std::nothrow_t &) */
 CXX_OPERATOR(_ZdlPvSt11align_val_tRKSt9nothrow_t, cxx_delete_aligned);
-CXX_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, cxx_delete_aligned);
+CXX_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, cxx_delete_array_aligned);
 /* (void *, size_t) */
 CXX_OPERATOR(_ZdlPvm, cxx_delete_sized);
-CXX_OPERATOR(_ZdaPvm, cxx_delete_sized);
+CXX_OPERATOR(_ZdaPvm, cxx_delete_array_sized);
 /* (void *, size_t, std::align_val_t) */
 CXX_OPERATOR(_ZdlPvmSt11align_val_t, cxx_delete_aligned_sized);
-CXX_OPERATOR(_ZdaPvmSt11align_val_t, cxx_delete_aligned_sized);
+CXX_OPERATOR(_ZdaPvmSt11align_val_t, cxx_delete_array_aligned_sized);
 
 #endif

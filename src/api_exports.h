@@ -42,9 +42,7 @@
     X(STRONG, __libc_free, lfh_free)                                                               \
     X(STRONG, __libc_cfree, lfh_cfree)                                                             \
     X(HIDDEN, api_malloc, lfh_malloc)                                                              \
-    X(HIDDEN, api_free, lfh_free)                                                                  \
-    X(HIDDEN, api_free_sized, lfh_free_sized)                                                      \
-    X(HIDDEN, api_free_aligned_sized, lfh_free_aligned_sized)
+    X(HIDDEN, api_free, lfh_free)
 
 /* api_aligned.c */
 #define API_EXPORTS_ALIGNED(X)                                                                     \

@@ -187,7 +187,8 @@ static void case_delete_sized_wrong(void)
 }
 
 /* The unsized aligned deletes (operator delete(void *, std::align_val_t) and its nothrow
- * array form) check the alignment as the sized one does. */
+ * array form) check the alignment as the sized one does; the reports name the array
+ * forms operator delete[]. */
 void *_ZnwmSt11align_val_t(size_t size, size_t align) __attribute__((weak));
 void _ZdlPvSt11align_val_t(void *ptr, size_t align) __attribute__((weak));
 void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *ptr, size_t align, const void *tag)
@@ -279,7 +280,7 @@ static const struct test_case cases[] = {
     {"delete_aligned_wrong", case_delete_aligned_wrong,
      ", alignment 64): the block was allocated aligned to 128", 1},
     {"delete_aligned_nothrow_wrong", case_delete_aligned_nothrow_wrong,
-     "lfheap: wrong alignment: operator delete(0x", 1},
+     "lfheap: wrong alignment: operator delete[](0x", 1},
     {"unfreed", case_unfreed, "lfheap: unfreed storage: 1,000 bytes requested and not freed", 0},
     {"clean", case_clean, NULL, 0},
 };
