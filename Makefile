@@ -25,7 +25,11 @@ CSTD    := -std=gnu11 -D_GNU_SOURCE
 # The libraries honour the usual CFLAGS, CPPFLAGS and LDFLAGS (a distribution's build flags,
 # say): CFLAGS replaces the default optimisation and debug flags and may turn the stack
 # protector back on; the flags after it are what lfheap needs to work (hidden internals,
-# initial-exec TLS, -fno-plt) and cannot be overridden.
+# initial-exec TLS, -fno-plt) and cannot be overridden. -fno-lto among them: a link-time
+# optimisation (-flto in a distribution's CFLAGS) generates the code again at the link, in
+# .text, out of the section lfheap_text that the signal wrapper tells lfheap's code by, and
+# a handler that allocated while its thread was inside malloc crashed (suite signals,
+# one-code-section checks the library itself).
 # Debug information in DWARF 4: valgrind 3.19 (Debian 12's) cannot read the DWARF 5 that
 # clang 14 writes by default and gives up on the whole process, so a library or test
 # built with CC=clang could not run under memcheck.
@@ -34,7 +38,7 @@ CFLAGS  ?= -O2 $(DEBUG_INFO)
 LDFLAGS ?=
 LIBFLAGS := $(CSTD) $(WARN) -Wundef -fno-stack-protector $(CPPFLAGS) $(CFLAGS) -fPIC \
             -fvisibility=hidden -ftls-model=initial-exec -fno-semantic-interposition \
-            -fno-math-errno -fno-plt -Iinclude -Isrc
+            -fno-math-errno -fno-plt -fno-lto -Iinclude -Isrc
 # The ABI version: the shared libraries' sonames are liblfheap.so.$(ABI_VERSION) (and
 # liblfheap-stats.so.$(ABI_VERSION), ...); it changes only when a change to include/*.h
 # breaks programs linked with an earlier version.
