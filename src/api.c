@@ -48,10 +48,13 @@ static void *large_alloc(size_t size, size_t align, bool *zeroed)
     return block;
 }
 
-static void large_free(struct descriptor *desc)
+/* A free that lost the race for the block to another free of it: a double free, ignored
+ * as a sequential one is, which the secure build stops. */
+static void large_free(void *ptr, struct descriptor *desc)
 {
     tcache_setup_for_large();
-    heap_large_free(desc);
+    if (!heap_large_free(desc) && SECURE_ENABLED)
+        secure_fail("double free", "free", ptr);
     tcache_purger_poll();
 }
 
@@ -254,7 +257,7 @@ static LFH_NOINLINE void free_uncached(void *ptr, struct descriptor *desc,
     if (!desc)
         return; /* not a block lfheap handed out: ignored */
     if (desc->class_index == HEAP_CLASS_LARGE)
-        large_free(desc);
+        large_free(ptr, desc);
     else
         tcache_free_slow(ptr, desc);
 }
@@ -265,7 +268,7 @@ void api_free_known_block(void *ptr, struct descriptor *desc)
 {
     debug_died(desc, ptr);
     if (desc->class_index == HEAP_CLASS_LARGE) {
-        large_free(desc);
+        large_free(ptr, desc);
         return;
     }
     if (tcache_free(ptr, desc) == TCACHE_FREE_CACHED)

@@ -553,13 +553,24 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     return start;
 }
 
-void heap_large_free(struct descriptor *d)
+bool heap_large_free(struct descriptor *d)
 {
+    /* The claim: the block's carve frontier drops from 1 to 0, so exactly one of two
+     * racing frees goes on, and any later lookup finds the start no longer carved. Both
+     * used to release its run, and two later blocks shared it. Relaxed: the exchange is
+     * atomic, which is all the claim needs; the loser reads nothing more of the block,
+     * and the winner's release of the run orders its own steps as before. A free that
+     * checked the block before it was freed and reallocated cannot be told from a free of
+     * the new block, here or in any allocator. */
+    LFH_PARK(HEAP_LARGE_CLAIM);
+    if (atomic_exchange_explicit(&d->carved_limit, 0, memory_order_relaxed) == 0)
+        return false;
     vgclient_free(d->start);
     STATS_ADD(d->os_backed ? STATS_HUGE_FREED : STATS_LARGE_FREED, 1);
     STATS_ADD(d->os_backed ? STATS_HUGE_BYTES_OUT : STATS_LARGE_BYTES_OUT, d->size);
     large_pages_release(d->start, d->size, d->os_backed, d->large_guarded);
     desc_retire(d);
+    return true;
 }
 
 /* The secure build's guard page ends a mapped block, and splits its mapping in two, where

@@ -173,7 +173,9 @@ void heap_props_set(struct descriptor *desc, const void *block, const struct hea
 /* Large blocks: an arena chunk, or their own mapping above ARENA_MAX_CHUNK; `align` a
  * power of two (at least 16). *zeroed says whether the block is known to read as zeros. */
 void *heap_large_alloc(size_t size, size_t align, bool *zeroed);
-void heap_large_free(struct descriptor *desc);
+/* False, changing nothing, if another free of the block claimed it first: two frees of
+ * one block from two threads at the same moment (a double free) both found it live. */
+bool heap_large_free(struct descriptor *desc);
 /* Resizes a large block whose user pointer is desc->start, keeping its contents: in
  * place when it still fits its run (heap_large_keeps), or, for blocks mapped from the
  * OS, by moving its pages to a new mapping aligned to `align`. NULL (and the block

@@ -31,6 +31,7 @@
     X(HEAP_EMPTY_UNRELEASED, "heap.empty_unreleased")                                              \
     X(HEAP_DESC_FRESH, "heap.desc_fresh")                                                          \
     X(HEAP_DESC_CHUNK, "heap.desc_chunk")                                                          \
+    X(HEAP_LARGE_CLAIM, "heap.large_claim")                                                        \
     X(TCACHE_FLUSH_CUT, "tcache.flush_cut")                                                        \
     X(TCACHE_FLUSH_CLASS, "tcache.flush_class")                                                    \
     X(TCACHE_REMOTE_CUT, "tcache.remote_cut")                                                      \

@@ -936,6 +936,53 @@ static bool killed_in_setup(const char *name)
     return ok;
 }
 
+/* Two frees of one large block at once (a program's double free from two threads): the
+ * first is parked after its checks found the block live, just before it claims the block
+ * (heap.large_claim); the second frees it whole meanwhile. Released, the first must lose
+ * the claim and change nothing. Without the claim both released the block's run and its
+ * descriptor, and the next two blocks of its size were one. */
+static void *racing_free(void *block)
+{
+    in_victim = true;
+    lfh_free(block);
+    return NULL;
+}
+
+static bool large_double_free_race(const char *name)
+{
+    enum { SIZE = 100000 };
+    char *block = lfh_malloc(SIZE);
+    REQUIRE(block);
+    atomic_store(&park_state, PARK_WAITING);
+    atomic_store(&armed, PARK_HEAP_LARGE_CLAIM);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, racing_free, block) == 0);
+    while (sem_wait(&parked_sem) != 0)
+        ;
+    lfh_free(block); /* this thread is no victim: it goes through */
+    atomic_store(&armed, -1);
+    REQUIRE(sem_post(&release_sem) == 0);
+    pthread_join(t, NULL);
+    char *a = lfh_malloc(SIZE), *b = lfh_malloc(SIZE);
+    REQUIRE(a && b);
+    memset(a, 'a', SIZE);
+    memset(b, 'b', SIZE);
+    bool apart = a + SIZE <= b || b + SIZE <= a;
+    bool intact = a[0] == 'a' && a[SIZE - 1] == 'a' && b[0] == 'b' && b[SIZE - 1] == 'b';
+    lfh_free(a);
+    if (apart)
+        lfh_free(b); /* one block handed out twice goes back once */
+    bool distinct = blocks_are_distinct();
+    bool works = heap_works();
+    bool ok = apart && intact && distinct && works;
+    printf("%s %s: the next two blocks apart: %s; their contents intact: %s; blocks distinct "
+           "afterwards: %s; heap works: %s\n",
+           ok ? "PASS" : "FAIL", name, apart ? "yes" : "NO", intact ? "yes" : "NO",
+           distinct ? "yes" : "NO", works ? "yes" : "NO");
+    fflush(stdout);
+    return ok;
+}
+
 static bool selected(int argc, char **argv, const char *name)
 {
     bool chosen = argc <= 2;
@@ -981,6 +1028,10 @@ int main(int argc, char **argv)
         ran++;
         struct dying d = {.point = PARK_TCACHE_FLUSH_CLASS, .skip = 1, .killed_first = true};
         failed += !killed_in_exit("exit.killed_while_reclaimed", d, 2);
+    }
+    if (selected(argc, argv, "large.double_free_race")) {
+        ran++;
+        failed += !large_double_free_race("large.double_free_race");
     }
     /* Killed inside its first call, holding an orphan's slot: see killed_in_setup. */
     if (selected(argc, argv, "setup.killed_adopting")) {
