@@ -48,8 +48,9 @@ static void *large_alloc(size_t size, size_t align, bool *zeroed)
     return block;
 }
 
-/* A free that lost the race for the block to another free of it: a double free, ignored
- * as a sequential one is, which the secure build stops. */
+/* A free that loses the block's claim to another free of it (a double free from two
+ * threads at once) changes nothing, as a sequential double free; the secure build stops
+ * the program there. */
 static void large_free(void *ptr, struct descriptor *desc)
 {
     tcache_setup_for_large();
