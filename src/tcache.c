@@ -598,11 +598,8 @@ void *tcache_alloc_slow(unsigned cls)
 
 void tcache_setup_slow(void)
 {
-    struct tcache *tc = &tcache_self;
-    if (tc->id != TCACHE_ID_UNSET)
-        return;
     busy_enter();
-    tcache_setup(tc);
+    tcache_setup(&tcache_self);
     busy_leave();
 }
 
