@@ -20,10 +20,12 @@ outside=$(nm build/liblfheap.so | awk '
     $3 == "__start_lfheap_text" { start = $1 } $3 == "__stop_lfheap_text" { stop = $1 }
     $2 == "T" && ($3 ~ /^lfh_/ || $3 == "malloc" || $3 == "free") { code[$3] = $1 }
     END {
-        # nm pads addresses to 16 hex digits: as strings they compare as numbers do
+        # nm pads addresses to 16 hex digits: as strings they compare as numbers do.
+        # Compared as strings explicitly: awk reads a field such as 0000000000003e00
+        # as the number 3 (an exponent), which put lfh_cfree below the section.
         if (start == "" || stop == "" || length(code) < 3) { print "no-symbols"; exit }
         for (name in code)
-            if (code[name] < start || code[name] >= stop)
+            if ("" code[name] < "" start || "" code[name] >= "" stop)
                 printf "%s ", name
     }')
 if [ "$stray" -eq 0 ] && [ -z "$outside" ]; then
