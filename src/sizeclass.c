@@ -10,8 +10,9 @@
 const uint32_t sizeclass_block_size[SIZECLASS_COUNT] = {
     16,    32,    48,    64,    80,    96,    112,   128,   160,   192,
     224,   256,   320,   384,   448,   512,   640,   768,   896,   1024,
-    1280,  1536,  1792,  2048,  2560,  3072,  3584,  4096,  5120,  6144,
-    7168,  8192,  10240, 12288, 14336, 16384, 20480, 24576, 28672, 32768,
+    1152,  1280,  1536,  1792,  2048,  2304,  2560,  3072,  3584,  4096,
+    4608,  5120,  6144,  7168,  8192,  9216,  10240, 12288, 14336, 16384,
+    18432, 20480, 24576, 28672, 32768,
 };
 
 /* sizeclass_lookup[size] = class * SIZECLASS_STRIDE for size <= 1024: indexed by the
@@ -57,7 +58,7 @@ unsigned sizeclass_for_aligned(size_t size, size_t align)
     /* Superblocks are only known to start on a page boundary. */
     if (size > SIZECLASS_MAX_SIZE || align > SIZECLASS_PAGE_ALIGN)
         return SIZECLASS_COUNT;
-    /* Each doubling ends in a power-of-two class, so at most four steps find a class
+    /* Each doubling ends in a power-of-two class, so at most five steps find a class
      * whose size is a multiple of align (superblocks start page aligned). */
     for (unsigned cls = sizeclass_of(size); cls < SIZECLASS_COUNT; cls++)
         if (sizeclass_block_size[cls] % align == 0)

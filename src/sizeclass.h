@@ -1,8 +1,11 @@
 /*
  * sizeclass: the small size classes (LRMalloc §3.1, jemalloc's series). Sizes up to 128
  * bytes step by 16; above that each doubling is split into four classes, so a block is
- * at most 25% larger than the request above 64 bytes. Every class size is a multiple of
- * 16, and superblocks start on page boundaries, so every small block is 16-byte aligned.
+ * at most 25% larger than the request above 64 bytes. Above 1 KiB each doubling has one
+ * more class first, 9/8 of the power of two: programs often ask for a power of two plus
+ * a small header (sqlite3's 4,104-byte page buffers), which the next class of four, 5/4,
+ * would leave a fifth empty. Every class size is a multiple of 16, and superblocks start
+ * on page boundaries, so every small block is 16-byte aligned.
  * Requests above SIZECLASS_MAX_SIZE are large blocks and have no class.
  */
 #ifndef LFHEAP_SIZECLASS_H
@@ -13,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIZECLASS_COUNT 40
+#define SIZECLASS_COUNT 45
 /* 32 KiB: above it, a power-of-two page chunk wastes no more than a class would. */
 #define SIZECLASS_MAX_SIZE ((size_t)32768)
 /* Requests up to this size find their class with one table load. */
@@ -38,11 +41,13 @@ LFH_INLINE unsigned sizeclass_of(size_t size)
 {
     if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
         return sizeclass_lookup[size] / SIZECLASS_STRIDE;
-    /* Above 128: with x = size - 1 in [2^g, 2^(g+1)), the four classes of that doubling
-     * are 2^g + k * 2^(g-2) for k = 1..4; classes 0..7 are 16..128. */
+    /* Above 1024: with x = size - 1 in [2^g, 2^(g+1)), the five classes of that doubling
+     * are 2^g * 9/8, then 2^g + k * 2^(g-2) for k = 1..4; classes 0..19 end at 1024. */
     size_t x = size - 1;
     unsigned g = 63u - (unsigned)__builtin_clzl(x);
-    return 8u + (g - 7u) * 4u + (unsigned)((x >> (g - 2u)) & 3u);
+    unsigned k = (unsigned)((x >> (g - 2u)) & 3u);
+    unsigned past_ninth = k != 0 || ((x >> (g - 3u)) & 1u);
+    return 20u + (g - 10u) * 5u + k + past_ninth;
 }
 
 /* Bytes of the superblock that holds blocks of `cls` (a power of two). */

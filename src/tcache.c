@@ -68,7 +68,7 @@ static inline void busy_leave(void)
  * fills (alloc_slow): a thread that moves on to other classes (from malloc'd blocks to
  * calloc's tracked ones, or to other sizes) otherwise kept the blocks the classes it left
  * had cached, and the superblocks they lay in, while it faulted in new ones. A sweep is
- * a walk of the 80 classes, about 800 instructions, so it waits for four superblocks of
+ * a walk of the 90 classes, about 900 instructions, so it waits for four superblocks of
  * 64 KiB: a thread that takes a new superblock every 8 blocks of 8,000 bytes and frees
  * nothing runs 6.5% more instructions (24% with a sweep at every new superblock). */
 #define TCACHE_SWEEP_NEW_BYTES ((uint32_t)256 << 10)

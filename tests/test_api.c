@@ -552,6 +552,25 @@ static void usable_size_and_free_edge_cases(void)
     }
 }
 
+/* A power of two from 1 KiB to 16 KiB plus a header of up to an eighth of it (sqlite3's
+ * 4,104-byte page buffers, a 1,032-byte cell) gets a block at most an eighth bigger than
+ * the request, not the quarter of the next class of four. */
+static void power_of_two_plus_header_wastes_an_eighth(void)
+{
+    for (size_t pow = 1024; pow <= 16384; pow *= 2)
+        for (size_t header = 1; header <= pow / 8; header = header * 2 + 7) {
+            size_t s = pow + header;
+            char *p = T_MALLOC(s);
+            REQUIRE(p);
+            size_t u = T_MALLOC_USABLE_SIZE(p);
+            CHECK(u >= s && u <= pow + pow / 8);
+            if (u < s || u > pow + pow / 8)
+                fprintf(stderr, "  malloc(%zu): usable size %zu\n", s, u);
+            memset(p, 7, u);
+            T_FREE(p);
+        }
+}
+
 /* A large block holds at most a quarter more than its request, and a page (arena runs:
  * 5/8 to 8/8 of a power of two). malloc_trim first, so that no freed run waits: a
  * reused one may be up to three times the request, resident as its previous tenant
@@ -1041,6 +1060,7 @@ int main(void)
     RUN(posix_memalign_semantics);
     RUN(aligned_alloc_and_memalign);
     RUN(usable_size_and_free_edge_cases);
+    RUN(power_of_two_plus_header_wastes_an_eighth);
     RUN(large_blocks_hold_at_most_a_quarter_more);
     RUN(large_realloc_by_a_little_stays);
     RUN(mapped_block_grows_by_small_steps);

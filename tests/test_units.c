@@ -22,9 +22,13 @@ static void sizeclass_series(void)
         CHECK(s % 16 == 0);
         if (c > 0)
             CHECK(s > sizeclass_block_size[c - 1]);
-        /* four classes per doubling above 128 */
-        if (c >= 8 && c + 4 < SIZECLASS_COUNT)
+        /* four classes per doubling from 128 to 1024, five above (the first at 9/8) */
+        if (c >= 8 && c + 4 < 20)
             CHECK(sizeclass_block_size[c + 4] == 2 * s);
+        if (c >= 19 && c + 5 < SIZECLASS_COUNT)
+            CHECK(sizeclass_block_size[c + 5] == 2 * s);
+        if (c >= 20 && (c - 20) % 5 == 0)
+            CHECK(sizeclass_block_size[c] * 8 == sizeclass_block_size[c - 1] * 9);
     }
     CHECK(sizeclass_block_size[SIZECLASS_COUNT - 1] == SIZECLASS_MAX_SIZE);
     CHECK(sizeclass_block_size[sizeclass_of(16384)] == 16384);
@@ -40,6 +44,9 @@ static void sizeclass_lookup_is_smallest_fit(void)
             CHECK(sizeclass_block_size[c - 1] < size);
         if (size > 64)
             CHECK((double)sizeclass_block_size[c] <= 1.25 * (double)size);
+        /* a power of two plus a header of up to an eighth of it fits 9/8 of it */
+        if (size > 1024 && (size & (size - 1)) == 0 && size < SIZECLASS_MAX_SIZE)
+            CHECK(sizeclass_block_size[sizeclass_of(size + size / 8)] == size + size / 8);
     }
 }
 
