@@ -19,8 +19,11 @@
 #define SIZECLASS_COUNT 45
 /* 32 KiB: above it, a power-of-two page chunk wastes no more than a class would. */
 #define SIZECLASS_MAX_SIZE ((size_t)32768)
-/* Requests up to this size find their class with one table load. */
+/* Requests up to this size find their class with one table load... */
 #define SIZECLASS_LOOKUP_MAX 1024
+/* ...among this many classes (16 B to 1 KiB); above it, each doubling has five. */
+#define SIZECLASS_TABLE_CLASSES 20
+#define SIZECLASS_PER_DOUBLING  5
 
 /* Superblocks are at least this big, so that small classes amortise the cost of getting
  * one over many blocks... */
@@ -41,13 +44,13 @@ LFH_INLINE unsigned sizeclass_of(size_t size)
 {
     if (LFH_LIKELY(size <= SIZECLASS_LOOKUP_MAX))
         return sizeclass_lookup[size] / SIZECLASS_STRIDE;
-    /* Above 1024: with x = size - 1 in [2^g, 2^(g+1)), the five classes of that doubling
-     * are 2^g * 9/8, then 2^g + k * 2^(g-2) for k = 1..4; classes 0..19 end at 1024. */
+    /* Above 1024 (2^10): with x = size - 1 in [2^g, 2^(g+1)), the five classes of that
+     * doubling are 2^g * 9/8, then 2^g + k * 2^(g-2) for k = 1..4. */
     size_t x = size - 1;
     unsigned g = 63u - (unsigned)__builtin_clzl(x);
     unsigned k = (unsigned)((x >> (g - 2u)) & 3u);
     unsigned past_ninth = k != 0 || ((x >> (g - 3u)) & 1u);
-    return 20u + (g - 10u) * 5u + k + past_ninth;
+    return SIZECLASS_TABLE_CLASSES + (g - 10u) * SIZECLASS_PER_DOUBLING + k + past_ninth;
 }
 
 /* Bytes of the superblock that holds blocks of `cls` (a power of two). */

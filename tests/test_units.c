@@ -23,13 +23,15 @@ static void sizeclass_series(void)
         if (c > 0)
             CHECK(s > sizeclass_block_size[c - 1]);
         /* four classes per doubling from 128 to 1024, five above (the first at 9/8) */
-        if (c >= 8 && c + 4 < 20)
+        if (c >= 8 && c + 4 < SIZECLASS_TABLE_CLASSES)
             CHECK(sizeclass_block_size[c + 4] == 2 * s);
-        if (c >= 19 && c + 5 < SIZECLASS_COUNT)
-            CHECK(sizeclass_block_size[c + 5] == 2 * s);
-        if (c >= 20 && (c - 20) % 5 == 0)
+        if (c + 1 >= SIZECLASS_TABLE_CLASSES && c + SIZECLASS_PER_DOUBLING < SIZECLASS_COUNT)
+            CHECK(sizeclass_block_size[c + SIZECLASS_PER_DOUBLING] == 2 * s);
+        if (c >= SIZECLASS_TABLE_CLASSES &&
+            (c - SIZECLASS_TABLE_CLASSES) % SIZECLASS_PER_DOUBLING == 0)
             CHECK(sizeclass_block_size[c] * 8 == sizeclass_block_size[c - 1] * 9);
     }
+    CHECK(sizeclass_of(SIZECLASS_LOOKUP_MAX) == SIZECLASS_TABLE_CLASSES - 1);
     CHECK(sizeclass_block_size[SIZECLASS_COUNT - 1] == SIZECLASS_MAX_SIZE);
     CHECK(sizeclass_block_size[sizeclass_of(16384)] == 16384);
 }
