@@ -269,6 +269,21 @@ long platform_live_threads(void)
     return state == 'Z' || state == 'X' ? threads - 1 : threads;
 }
 
+unsigned platform_cpus(void)
+{
+    /* The affinity mask rather than the CPUs online: a process pinned to two CPUs runs at
+     * most two threads at once. The kernel copies its own mask and returns its size in
+     * bytes; a kernel mask wider than ours is EINVAL. */
+    unsigned long mask[4096 / (8 * sizeof(unsigned long))];
+    long bytes = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+    if (bytes <= 0)
+        return 0;
+    unsigned cpus = 0;
+    for (size_t i = 0; i < (size_t)bytes / sizeof mask[0]; i++)
+        cpus += (unsigned)__builtin_popcountl(mask[i]);
+    return cpus;
+}
+
 /* ---- the process ------------------------------------------------------------------ */
 
 uint32_t platform_now_ms(void)

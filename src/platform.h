@@ -162,6 +162,10 @@ void platform_sleep_ms(uint32_t ms);
  * task, until the last thread leaves) and is not counted here. */
 long platform_live_threads(void);
 
+/* How many CPUs the calling thread may run on (its affinity mask); 0 if the kernel does
+ * not say (a mask wider than 4,096 CPUs). No allocation. */
+unsigned platform_cpus(void);
+
 /* ---- the process ------------------------------------------------------------------ */
 
 /* A coarse monotonic clock in milliseconds (a few ms of resolution, no system call:

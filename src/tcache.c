@@ -91,8 +91,13 @@ static _Atomic uint64_t tcache_last_id;
  * caches that find every slot taken go back to the heap, and the chunks they empty to the
  * kernel (arena_prompt_begin). 16 slots, where there were 64, leave 500 threads exiting
  * at once 12 MiB resident instead of 19 (bench/thread-churn-concurrent --hold=1) and
- * leave threads that churn one or a few at a time as fast as before. */
-#define TCACHE_ORPHAN_SLOTS 16
+ * leave threads that churn one or a few at a time as fast as before. A process uses two
+ * slots per CPU it may run on, 4 to 16 (orphan_slots): what fills more slots than that
+ * are threads exiting at once faster than new ones start, and on two CPUs 4 slots took
+ * that benchmark's resident size at its last round from 6.6 to 6.1 MiB (glibc 5.3) and
+ * with --hold=1 from 12.0 to 10.0, in the same time. */
+#define TCACHE_ORPHAN_SLOTS     16
+#define TCACHE_ORPHAN_SLOTS_MIN 4
 /* A slot holds its cache in lfheap's own static storage, never in a heap block: a block
  * the exiting thread had freed could otherwise hold the copy, and a double free of it by
  * the program (refused anywhere else) would free the orphan under its adopter. Claimed
@@ -112,6 +117,10 @@ static struct tcache orphan_caches[TCACHE_ORPHAN_SLOTS];
  * thread mid-hand-back; tcache_hide.c). ORPHAN_NONE when it holds none. */
 #define ORPHAN_NONE TCACHE_ORPHAN_SLOTS
 static __thread unsigned orphan_held = ORPHAN_NONE;
+/* The slots an exiting thread may fill (tcache_orphan_slots of the CPUs); 0 until the
+ * first exit reads the CPU count. Relaxed: every thread computes the same value, and a
+ * stale 0 only has it computed once more. Adopters look in all TCACHE_ORPHAN_SLOTS. */
+static _Atomic unsigned orphan_slots_used;
 static _Atomic unsigned tcache_exit_key; /* pthread key + 1; 0 while none exists */
 
 /* Makes `list` (`length` blocks) the bin's list: its credit lets it grow to limit/2
@@ -967,11 +976,29 @@ static void trim_for_orphan(struct tcache *tc)
     flush_remote(tc);
 }
 
-/* Leaves the calling thread's cache, trimmed, in an orphan slot; false if every slot is
- * taken. */
+unsigned tcache_orphan_slots(unsigned cpus)
+{
+    if (cpus == 0 || cpus > TCACHE_ORPHAN_SLOTS / 2)
+        return TCACHE_ORPHAN_SLOTS; /* unknown, or many: every slot */
+    return 2 * cpus < TCACHE_ORPHAN_SLOTS_MIN ? TCACHE_ORPHAN_SLOTS_MIN : 2 * cpus;
+}
+
+static unsigned orphan_slots(void)
+{
+    unsigned slots = atomic_load_explicit(&orphan_slots_used, memory_order_relaxed);
+    if (slots == 0) {
+        slots = tcache_orphan_slots(platform_cpus());
+        atomic_store_explicit(&orphan_slots_used, slots, memory_order_relaxed);
+    }
+    return slots;
+}
+
+/* Leaves the calling thread's cache, trimmed, in an orphan slot; false if every slot in
+ * use is taken. */
 static bool tcache_orphan(struct tcache *tc)
 {
-    for (unsigned slot = 0; slot < TCACHE_ORPHAN_SLOTS; slot++) {
+    unsigned slots = orphan_slots();
+    for (unsigned slot = 0; slot < slots; slot++) {
         if (!orphan_claim(slot, ORPHAN_EMPTY))
             continue;
         trim_for_orphan(tc);

@@ -134,6 +134,11 @@ void tcache_free_slow(void *block, struct descriptor *desc) LFH_NOINLINE;
  * the result is the number of blocks it had cached. */
 unsigned tcache_flush_all(void);
 
+/* The orphan slots a process with `cpus` CPUs uses (0: unknown): two per CPU, at least 4,
+ * at most all 16. Caches of threads that exit while all of them are full go back to the
+ * heap. */
+unsigned tcache_orphan_slots(unsigned cpus);
+
 /* The fast paths reach the calling thread's cache relative to the thread pointer
  * (platform.h: %fs-relative on x86-64, which spares reading the thread pointer and
  * adding it). Slow paths use &tcache_self; no function mixes both kinds of access. */

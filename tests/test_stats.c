@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -255,6 +256,52 @@ static void totals_are_right_while_threads_run(void)
     CHECK(DELTA(free.calls) >= blocks + LIVE_THREADS);
     pthread_barrier_destroy(&counted_barrier);
     pthread_barrier_destroy(&release_barrier);
+}
+
+/* ---- orphan slots ------------------------------------------------------------------ */
+
+enum { EXITING_THREADS = 20 };
+static pthread_barrier_t all_set_up;
+
+static void *set_up_and_exit(void *unused)
+{
+    (void)unused;
+    void *blocks[8];
+    for (int i = 0; i < 8; i++)
+        blocks[i] = lfh_malloc(32 + 32 * (size_t)i);
+    pthread_barrier_wait(&all_set_up); /* every cache exists before the first exit */
+    for (int i = 0; i < 8; i++)
+        lfh_free(blocks[i]);
+    return NULL;
+}
+
+/* The caches of threads that exit at once fill the orphan slots the process uses, two
+ * per CPU it may run on, from 4 to 16, and the rest go back to the heap: each slot keeps
+ * an exited thread's blocks and superblocks until a new thread adopts them. */
+static void exits_beyond_the_orphan_slots_go_back(void)
+{
+    cpu_set_t set;
+    REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);
+    long cpus = CPU_COUNT(&set);
+    long slots = 2 * cpus < 4 ? 4 : 2 * cpus > 16 ? 16 : 2 * cpus;
+    lfh_malloc_trim(0); /* empties the slots that earlier threads filled */
+    pthread_t t[EXITING_THREADS];
+    REQUIRE(pthread_barrier_init(&all_set_up, NULL, EXITING_THREADS) == 0);
+    snap(&before);
+    for (int i = 0; i < EXITING_THREADS; i++)
+        REQUIRE(pthread_create(&t[i], NULL, set_up_and_exit, NULL) == 0);
+    for (int i = 0; i < EXITING_THREADS; i++)
+        REQUIRE(pthread_join(t[i], NULL) == 0);
+    snap(&after);
+    pthread_barrier_destroy(&all_set_up);
+    /* No thread started while they exited: none adopted a cache, and the first exits
+     * took every slot in use. */
+    CHECK(DELTA(caches_new) == EXITING_THREADS && DELTA(caches_adopted) == 0);
+    CHECK(DELTA(caches_orphaned) == (uint64_t)slots);
+    CHECK(DELTA(caches_flushed) == (uint64_t)(EXITING_THREADS - slots));
+    if (DELTA(caches_orphaned) != (uint64_t)slots)
+        fprintf(stderr, "%ld CPUs: %llu caches orphaned, %ld slots expected\n", cpus,
+                (unsigned long long)DELTA(caches_orphaned), slots);
 }
 
 /* ---- the kernel, superblocks, large blocks ---------------------------------------- */
@@ -557,6 +604,7 @@ int main(int argc, char **argv)
         RUN(resizing_routines_count_once);
         RUN(remote_frees_are_counted);
         RUN(totals_are_right_while_threads_run);
+        RUN(exits_beyond_the_orphan_slots_go_back);
         RUN(os_calls_superblocks_and_large_blocks);
     }
     RUN(release_build_counts_nothing);

@@ -244,7 +244,7 @@ static bool concurrent_rss_from_start = true;
  * tenants (here 80-115 MiB at the end, 8-38 MiB of it grown after round 4); they go back
  * to the kernel at the exit now. The second barrier makes every round's 400 caches live
  * at once and exit together whatever the scheduler does, so what stays resident does not
- * depend on timing: the orphans (16 slots), at most 8 MiB of address space of chunks
+ * depend on timing: the orphans (4 to 16 slots), at most 8 MiB of address space of chunks
  * freed at exits and not yet purged, the live blocks and glibc's stack cache (measured:
  * 10 MiB above the start, 0.5 MiB grown after round 4). The blocks must come back intact
  * wherever they were handed on. */

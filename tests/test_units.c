@@ -7,6 +7,7 @@
 #include "os.h"
 #include "pagemap.h"
 #include "sizeclass.h"
+#include "tcache.h"
 #include "testutil.h"
 
 #include <pthread.h>
@@ -70,6 +71,16 @@ static void sizeclass_aligned(void)
         CHECK((sb & (sb - 1)) == 0);
         CHECK(sb / sizeclass_block_size[c] >= SIZECLASS_MIN_BLOCKS);
     }
+}
+
+/* Two orphan slots per CPU, 4 at least, all 16 from 8 CPUs on or when the count is
+ * unknown (0). */
+static void orphan_slots_follow_the_cpus(void)
+{
+    static const unsigned cpus[] = {0, 1, 2, 3, 7, 8, 9, 64, 4096};
+    static const unsigned slots[] = {16, 4, 4, 6, 14, 16, 16, 16, 16};
+    for (size_t i = 0; i < sizeof cpus / sizeof cpus[0]; i++)
+        CHECK(tcache_orphan_slots(cpus[i]) == slots[i]);
 }
 
 static void pagemap_set_lookup_clear(void)
@@ -468,6 +479,7 @@ int main(void)
     RUN(sizeclass_series);
     RUN(sizeclass_lookup_is_smallest_fit);
     RUN(sizeclass_aligned);
+    RUN(orphan_slots_follow_the_cpus);
     RUN(pagemap_set_lookup_clear);
     RUN(os_map_aligns);
     RUN(heap_block_start_is_exact);
