@@ -75,7 +75,9 @@ void *lfh_aligned_reallocarray(void *ptr, size_t alignment, size_t dim, size_t e
  * return 0, or on failure return the error number (ENOMEM, EINVAL) and leave *ptrp
  * unchanged: `posix_realloc(&p, n)` cannot lose p. errno is never changed. A size of 0
  * frees *ptrp and leaves NULL there, unless the alignment is no power of two or *ptrp
- * is no live block: EINVAL then, and nothing is freed. EINVAL if ptrp is NULL. */
+ * is no live block: EINVAL then, and nothing is freed. A *ptrp of NULL gets a new block,
+ * as realloc(NULL, n) does, for n = 0 too (malloc(0)'s unique block). EINVAL if ptrp is
+ * NULL. */
 int lfh_posix_realloc(void **ptrp, size_t size);
 int lfh_posix_reallocarray(void **ptrp, size_t dim, size_t elem_size);
 int lfh_posix_aligned_realloc(void **ptrp, size_t alignment, size_t size);

@@ -551,6 +551,9 @@ static void posix_forms_keep_the_pointer_on_failure(void)
     REQUIRE(z);
     CHECK(lfh_posix_realloc(&z, 5000) == 0 && lfh_malloc_zero_fill(z) && all_bytes(z, 0, 5000, 0));
     CHECK(lfh_posix_realloc(&z, 0) == 0 && z == NULL);
+    /* a NULL *ptrp gets a new block, as realloc(NULL, n) does: for 0, malloc(0)'s */
+    CHECK(lfh_posix_realloc(&z, 0) == 0 && z != NULL && lfh_malloc_usable_size(z) > 0);
+    lfh_free(z);
     /* a pointer lfheap never handed out is refused and left alone, also with a size of
      * 0 (test_api.c's refused_at passes freed blocks to realloc) */
     int on_stack;
