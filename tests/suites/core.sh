@@ -15,6 +15,9 @@ run api-preloaded env LD_PRELOAD="$lib" build/t-plain/test_api
 run api-asan build/t-asan/test_api
 run sticky build/t/test_sticky
 run sticky-asan build/t-asan/test_sticky
+# The API fuzzer's harness on inputs from fixed seeds (make fuzz runs it under libFuzzer).
+run fuzz-api build/t/fuzz_api 300
+run fuzz-api-asan build/t-asan/fuzz_api 120 0x2bad
 run stress build/t/test_stress 8 40000
 run stress-preloaded env LD_PRELOAD="$lib" build/t-plain/test_stress 8 40000
 run stress-tsan build/t-tsan/test_stress 4 10000

@@ -44,6 +44,8 @@ for build in debug secure; do
 done
 # No leak check: its fork test's children inherit blocks that threads of the parent hold.
 clean threads no build/t-plain/test_threads 200
+# The API fuzzer's harness calls the lfh_ names of the prefix library it links: no preload.
+lib="" clean fuzz-api full build/t/fuzz_api 20 9
 # No leak check: a thread killed inside malloc loses the block it was being handed.
 clean signals no build/t-plain/test_signals 3000 6
 
