@@ -109,6 +109,20 @@ static size_t take_size(struct input *in)
     return absurd[kind % 4];
 }
 
+/* A new size for a block of `old` bytes: often near it (a few bytes, or an eighth either
+ * way), where realloc may keep the block where it is, else any request size. */
+static size_t take_new_size(struct input *in, size_t old)
+{
+    unsigned kind = (unsigned)take(in, 1);
+    if (kind >= 112)
+        return take_size(in);
+    size_t r = (size_t)take(in, 1);
+    if (kind < 64)
+        return old + r % 129 >= 64 ? old + r % 129 - 64 : 0;
+    size_t eighth = old / 8;
+    return kind < 88 ? old + eighth * (r % 3) : old - eighth * (r % 3);
+}
+
 /* An alignment: powers of two from 1 to 2 MiB, and now and then one that is not. */
 static size_t take_align(struct input *in)
 {
@@ -441,7 +455,7 @@ static void op_realloc(struct input *in, int i, unsigned form)
     struct slot *s = &slots[i];
     if (!s->ptr)
         return;
-    size_t size = take_size(in), align = take_align(in);
+    size_t size = take_new_size(in, s->request), align = take_align(in);
     if (size > LIVE_LIMIT / 4 && live_bytes > LIVE_LIMIT)
         return;
     void *old = s->ptr, *p;
@@ -487,7 +501,7 @@ static void op_resize(struct input *in, int i, bool aligned)
     struct slot *s = &slots[i];
     if (!s->ptr)
         return;
-    size_t size = take_size(in), align = take_align(in);
+    size_t size = take_new_size(in, s->request), align = take_align(in);
     if (size > LIVE_LIMIT / 4 && live_bytes > LIVE_LIMIT)
         return;
     void *old = s->ptr;
@@ -545,7 +559,7 @@ static void op_remote_realloc(struct input *in, int i)
     struct slot *s = &slots[i];
     if (!s->ptr)
         return;
-    struct realloc_job j = {.ptr = s->ptr, .size = take_size(in)};
+    struct realloc_job j = {.ptr = s->ptr, .size = take_new_size(in, s->request)};
     if (j.size > LIVE_LIMIT / 4 && live_bytes > LIVE_LIMIT)
         return;
     errno = 0;
