@@ -33,3 +33,15 @@ fuzz: $(BUILD)/fuzz/fuzz_api
 	@mkdir -p $(BUILD)/fuzz/corpus
 	$(BUILD)/fuzz/fuzz_api -max_total_time=$(FUZZ_SECONDS) -max_len=16384 -rss_limit_mb=4096 \
 	    -timeout=60 -artifact_prefix=$(BUILD)/fuzz/ $(FUZZ_ARGS) $(BUILD)/fuzz/corpus
+
+# The debug and secure builds under the same model (their own checks watch each call too),
+# linked with their static archives, so that the standard names are theirs as well.
+$(BUILD)/t-debug/fuzz_api: tests/fuzz_api.c tests/testutil.h include/lfheap.h \
+                           $(BUILD)/liblfheap-debug.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -DFUZZ_VALID_ONLY=1 $< -o $@ $(BUILD)/liblfheap-debug.a -lm
+$(BUILD)/t-secure/fuzz_api: tests/fuzz_api.c tests/testutil.h include/lfheap.h \
+                            $(BUILD)/liblfheap-secure.a
+	@mkdir -p $(@D)
+	$(CC) $(TEST_CFLAGS) -DFUZZ_VALID_ONLY=1 $< -o $@ $(BUILD)/liblfheap-secure.a -lm
+TEST_BINS += $(BUILD)/t-debug/fuzz_api $(BUILD)/t-secure/fuzz_api

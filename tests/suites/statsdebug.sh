@@ -191,6 +191,10 @@ run stats-debug env TEST_UNFREED=1000000 "$B/t-stats-debug/test_debug"
 run debug-preloaded env TEST_UNFREED=1000000 LD_PRELOAD=$B/liblfheap-debug.so "$B/t-plain/test_debug"
 run stats-debug-preloaded env TEST_UNFREED=1000000 LD_PRELOAD=$B/liblfheap-stats-debug.so \
     "$B/t-plain/test_debug"
+# The API fuzzer's model (tests/fuzz_api.c) on the debug build, each call also checked by
+# the build itself. What is left at exit is glibc's (stdout's buffer, the second thread's
+# TLS vector: docs/DEBUGGING.md), so no report of it.
+run fuzz-api-debug env LFHEAP_UNFREED=0 "$B/t-debug/fuzz_api" 150 0xdeb
 
 # ---- invariant checks (src/invariant.h) -----------------------------------------------
 # Each family of checks fires on a structure broken on purpose, in the tests' library and
