@@ -329,12 +329,15 @@ static void job_free(void *p)
 struct realloc_job {
     void *ptr, *result;
     size_t size;
+    int err; /* the second thread's errno after the call */
 };
 
 static void job_realloc(void *arg)
 {
     struct realloc_job *j = arg;
+    errno = 0;
     j->result = lfh_realloc(j->ptr, j->size);
+    j->err = errno;
 }
 
 /* ---- the routines ------------------------------------------------------------------- */
@@ -457,14 +460,38 @@ static void after_resize(int i, void *p, size_t size, size_t align, bool keeps, 
     check_and_refill(i);
 }
 
+/* The arguments of a call that resizes slot `i`; false when the slot is empty or the new
+ * size could take the live bytes over their limit. */
+static bool resize_args(struct input *in, int i, size_t *size, size_t *align)
+{
+    if (!slots[i].ptr)
+        return false;
+    *size = take_new_size(in, slots[i].request);
+    *align = take_align(in);
+    return *size <= LIVE_LIMIT / 4 || live_bytes <= LIVE_LIMIT;
+}
+
+/* A resizing call on slot `i` that returned NULL with error `err` must have refused an
+ * alignment that is no power of two (EINVAL, checked first: nothing freed, also for 0
+ * bytes), freed the block for 0 bytes (as realloc(p, 0) does), or failed with ENOMEM for
+ * what the machine cannot give, the block still live and unchanged. */
+static void resize_failed(int i, size_t size, size_t align, bool bad_align, int err)
+{
+    if (!bad_align && size == 0 && err == 0) {
+        forget(i);
+        return;
+    }
+    EXPECT(bad_align ? err == EINVAL : !servable(size, align) && err == ENOMEM);
+    seen.refused++;
+    check_contents(i);
+}
+
 /* realloc and its aligned and posix forms on slot `i`. */
 static void op_realloc(struct input *in, int i, unsigned form)
 {
     struct slot *s = &slots[i];
-    if (!s->ptr)
-        return;
-    size_t size = take_new_size(in, s->request), align = take_align(in);
-    if (size > LIVE_LIMIT / 4 && live_bytes > LIVE_LIMIT)
+    size_t size, align;
+    if (!resize_args(in, i, &size, &align))
         return;
     void *old = s->ptr, *p;
     bool aligned_form = form == 1 || form == 3;
@@ -482,22 +509,11 @@ static void op_realloc(struct input *in, int i, unsigned form)
         EXPECT(errno == 0);            /* never changed */
         p = rc ? NULL : ptr;
     }
-    int err = form < 2 ? errno : rc;
-    if (aligned_form && !power_of_two(align)) {
-        EXPECT(!p && err == EINVAL); /* checked first: nothing freed, also for 0 bytes */
-        seen.refused++;
-        check_contents(i);
-        return;
-    }
-    if (size == 0 && !p && err == 0) {
-        forget(i); /* freed, as realloc(p, 0) does */
-        return;
-    }
+    bool bad_align = aligned_form && !power_of_two(align);
     size_t want_align = aligned_form ? align : s->align;
-    if (!p) {
-        EXPECT(!servable(size, want_align) && err == ENOMEM);
-        seen.refused++;
-        check_contents(i); /* still live and unchanged */
+    if (!p || bad_align) {
+        EXPECT(!p);
+        resize_failed(i, size, want_align, bad_align, form < 2 ? errno : rc);
         return;
     }
     after_resize(i, p, size, want_align, true, s->exact || (aligned_form && align > 16));
@@ -506,29 +522,16 @@ static void op_realloc(struct input *in, int i, unsigned form)
 /* resize and aligned_resize: a block of the new size, no properties, no promised bytes. */
 static void op_resize(struct input *in, int i, bool aligned)
 {
-    struct slot *s = &slots[i];
-    if (!s->ptr)
+    size_t size, align;
+    if (!resize_args(in, i, &size, &align))
         return;
-    size_t size = take_new_size(in, s->request), align = take_align(in);
-    if (size > LIVE_LIMIT / 4 && live_bytes > LIVE_LIMIT)
-        return;
-    void *old = s->ptr;
+    void *old = slots[i].ptr;
     errno = 0;
     void *p = aligned ? lfh_aligned_resize(old, align, size) : lfh_resize(old, size);
-    if (aligned && !power_of_two(align)) {
-        EXPECT(!p && errno == EINVAL);
-        seen.refused++;
-        check_contents(i);
-        return;
-    }
-    if (size == 0 && !p) {
-        forget(i);
-        return;
-    }
-    if (!p) {
-        EXPECT(!servable(size, aligned ? align : 16) && errno == ENOMEM);
-        seen.refused++;
-        check_contents(i);
+    bool bad_align = aligned && !power_of_two(align);
+    if (!p || bad_align) {
+        EXPECT(!p);
+        resize_failed(i, size, aligned ? align : 16, bad_align, errno);
         return;
     }
     after_resize(i, p, size, aligned ? align : 16, false, false);
@@ -549,8 +552,8 @@ static void op_free(struct input *in, int i)
     case 1:
         lfh_cfree(s->ptr);
         break;
-    case 2: /* any size is accepted */
-        lfh_free_sized(s->ptr, how & 1 ? wrong : s->request);
+    case 2: /* any size is accepted, but by the debug build, which reports a wrong one */
+        lfh_free_sized(s->ptr, wrong & 1 && !FUZZ_VALID_ONLY ? wrong : s->request);
         break;
     case 3:
         lfh_free_aligned_sized(s->ptr, s->align, s->request);
@@ -562,27 +565,20 @@ static void op_free(struct input *in, int i)
     forget(i);
 }
 
+/* realloc of slot `i` on the second thread, which does not own the block. */
 static void op_remote_realloc(struct input *in, int i)
 {
     struct slot *s = &slots[i];
-    if (!s->ptr)
+    size_t size, align;
+    if (!resize_args(in, i, &size, &align))
         return;
-    struct realloc_job j = {.ptr = s->ptr, .size = take_new_size(in, s->request)};
-    if (j.size > LIVE_LIMIT / 4 && live_bytes > LIVE_LIMIT)
-        return;
-    errno = 0;
+    struct realloc_job j = {.ptr = s->ptr, .size = size};
     on_helper(job_realloc, &j);
-    if (j.size == 0 && !j.result) {
-        forget(i);
-        return;
-    }
     if (!j.result) {
-        EXPECT(!servable(j.size, s->align));
-        seen.refused++;
-        check_contents(i);
+        resize_failed(i, size, s->align, false, j.err);
         return;
     }
-    after_resize(i, j.result, j.size, s->align, true, s->exact);
+    after_resize(i, j.result, size, s->align, true, s->exact);
 }
 
 /* Whether `p` is the start of a block the model holds. */
