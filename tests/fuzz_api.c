@@ -8,8 +8,9 @@
  *     live block, and reports its size, alignment and zero fill (malloc_size,
  *     malloc_alignment, malloc_zero_fill) as the sticky properties say;
  *   - calloc's and cmemalign's blocks read as zeros over their usable size;
- *   - realloc and its forms keep the bytes up to the smaller request, a zero-fill block
- *     reads as zeros over the bytes it gains, and an alignment stays;
+ *   - realloc and its forms keep every usable byte up to the new size, a zero-fill block
+ *     reads as zeros over the bytes it gains (its own usable tail included), and an
+ *     alignment stays;
  *   - a request that cannot be served fails with the documented errno and leaves the
  *     block it was to replace live and unchanged;
  *   - anything but a live block (an address inside one, a freed block, the stack, a
@@ -22,9 +23,9 @@
  * Built four ways: build/t/fuzz_api and build/t-asan/fuzz_api run inputs made from fixed
  * seeds (`fuzz_api [inputs [seed]]`) and any files named after `--` (a saved crash);
  * build/t-debug/fuzz_api and build/t-secure/fuzz_api do the same on the debug and secure
- * builds, without the calls on no live block;
- * `make fuzz` links this file with libFuzzer and a library compiled for its coverage
- * (mk/fuzz.mk), where LLVMFuzzerTestOneInput below is the entry point.
+ * builds, without the calls on no live block; `make fuzz` links this file with libFuzzer
+ * and a library compiled for its coverage (mk/fuzz.mk), where LLVMFuzzerTestOneInput
+ * below is the entry point.
  */
 #include "lfheap.h"
 #include "testutil.h"
