@@ -1,6 +1,7 @@
-# The API fuzzer (tests/fuzz_api.c, README.md *Tests*): one harness, built three ways.
+# The API fuzzer (tests/fuzz_api.c, README.md *Tests*): one harness, built four ways.
 #   build/t/fuzz_api, build/t-asan/fuzz_api   inputs from fixed seeds, in `make test`
-#                                             (tests/suites/core.sh)
+#                                             (tests/suites/core.sh, memcheck.sh)
+#   build/t-debug/..., build/t-secure/...     the same on those builds (below)
 #   make fuzz                                 libFuzzer for FUZZ_SECONDS (600) on a
 #                                             library compiled with clang for its coverage,
 #                                             under ASan and UBSan; inputs that found
