@@ -37,12 +37,8 @@ fuzz: $(BUILD)/fuzz/fuzz_api
 
 # The debug and secure builds under the same model (their own checks watch each call too),
 # linked with their static archives, so that the standard names are theirs as well.
-$(BUILD)/t-debug/fuzz_api: tests/fuzz_api.c tests/testutil.h include/lfheap.h \
-                           $(BUILD)/liblfheap-debug.a
+$(BUILD)/t-debug/fuzz_api $(BUILD)/t-secure/fuzz_api: $(BUILD)/t-%/fuzz_api: tests/fuzz_api.c \
+        tests/testutil.h include/lfheap.h $(BUILD)/liblfheap-%.a
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -DFUZZ_VALID_ONLY=1 $< -o $@ $(BUILD)/liblfheap-debug.a -lm
-$(BUILD)/t-secure/fuzz_api: tests/fuzz_api.c tests/testutil.h include/lfheap.h \
-                            $(BUILD)/liblfheap-secure.a
-	@mkdir -p $(@D)
-	$(CC) $(TEST_CFLAGS) -DFUZZ_VALID_ONLY=1 $< -o $@ $(BUILD)/liblfheap-secure.a -lm
+	$(CC) $(TEST_CFLAGS) -DFUZZ_VALID_ONLY=1 $< -o $@ $(BUILD)/liblfheap-$*.a -lm
 TEST_BINS += $(BUILD)/t-debug/fuzz_api $(BUILD)/t-secure/fuzz_api

@@ -244,8 +244,8 @@ static void forget(int i)
     s->ptr = NULL;
 }
 
-/* A new block from an allocating routine, of `request` bytes, into slot `i`. */
-static void adopt(int i, void *p, size_t request, size_t align, bool zero, bool exact)
+/* Slot `i` now holds block `p` with these properties: checked, and given a new pattern. */
+static void hold(int i, void *p, size_t request, size_t align, bool zero, bool exact)
 {
     struct slot *s = &slots[i];
     s->ptr = p;
@@ -253,11 +253,17 @@ static void adopt(int i, void *p, size_t request, size_t align, bool zero, bool 
     s->align = align < 16 ? 16 : align;
     s->zero = zero;
     s->exact = exact;
+    check_and_refill(i);
+}
+
+/* A new block from an allocating routine, of `request` bytes, into slot `i`. */
+static void adopt(int i, void *p, size_t request, size_t align, bool zero, bool exact)
+{
     seen.allocated++;
     if (zero)
-        EXPECT(zeros(p, 0, usable(s)));
+        EXPECT(zeros(p, 0, lfh_malloc_usable_size(p)));
     live_bytes += request;
-    check_and_refill(i);
+    hold(i, p, request, align, zero, exact);
 }
 
 static bool servable(size_t request, size_t align)
@@ -453,12 +459,7 @@ static void after_resize(int i, void *p, size_t size, size_t align, bool keeps, 
     live_bytes = live_bytes - old + size;
     seen.resized++;
     seen.moved += p != s->ptr;
-    s->ptr = p;
-    s->request = size;
-    s->align = align < 16 ? 16 : align;
-    s->zero = zero;
-    s->exact = exact;
-    check_and_refill(i);
+    hold(i, p, size, align, zero, exact);
 }
 
 /* The arguments of a call that resizes slot `i`; false when the slot is empty or the new
