@@ -49,9 +49,18 @@ ALL_NAMES = ["lfheap"] + [p[0] for p in PEERS]
 LFHEAP_SETTINGS = {"lfheap-hugepages": {"LFHEAP_HUGEPAGES": "1"}}
 
 
+def copy_names(count):
+    """The names of `count` copies of lfheap run as its peers (bench/run.py --copies)."""
+    return ["lfheap-copy%d" % i for i in range(1, count + 1)]
+
+
+def is_copy(name):
+    return name.startswith("lfheap-copy") and name[len("lfheap-copy"):].isdigit()
+
+
 def is_peer(name):
     """True for another allocator, the ones lfheap is compared with: not lfheap itself,
-    with or without a setting."""
+    with or without a setting (its copies, bench/run.py --copies, stand in for peers)."""
     return name != "lfheap" and name not in LFHEAP_SETTINGS
 
 
@@ -92,7 +101,7 @@ def select_allocators(names, lfheap_path, install=True):
     root on Debian, else skipped with a line saying how to install it."""
     wanted = [n for n in names]
     known = ALL_NAMES + list(LFHEAP_SETTINGS)
-    unknown = [n for n in wanted if n not in known]
+    unknown = [n for n in wanted if n not in known and not is_copy(n)]
     if unknown:
         raise SystemExit("unknown allocator(s): %s (known: %s)" %
                          (", ".join(unknown), ", ".join(known)))
@@ -103,7 +112,7 @@ def select_allocators(names, lfheap_path, install=True):
         install_packages(missing)
     usable, skipped = [], []
     for n in wanted:
-        if n == "lfheap" or n in LFHEAP_SETTINGS:
+        if n == "lfheap" or n in LFHEAP_SETTINGS or is_copy(n):
             path = os.path.abspath(lfheap_path)
             if not os.path.exists(path):
                 skipped.append("%s: skipped, %s does not exist (run `make all`)" % (n, path))

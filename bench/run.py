@@ -9,6 +9,7 @@ tbbmalloc on every workload in bench/, at several thread counts, and on real pro
     bench/run.py --workloads oversubscribed --threads 2,32 --runs 5
     bench/run.py --groups real
     bench/run.py --lfheap /tmp/liblfheap.so
+    bench/run.py --copies 5           # lfheap against five copies of itself (A/A)
 
 Each run is one process (the allocator preloaded with LD_PRELOAD, glibc without); the
 runner records the program's own measured time (or Mops/s for larson), the process's
@@ -511,18 +512,25 @@ def best_peer(rows, metric=None):
     median peak RSS (`rss_peer`, `rss_peer_mib`), and `time_ratio` and `rss_ratio`:
     lfheap's over that peer's, for throughput the peer's over lfheap's, so that both
     read "lfheap relative to the best peer; below 1 is better". A ratio is None when
-    lfheap or every peer has no successful run in the cell; `missing` says which."""
+    lfheap or every peer has no successful run in the cell; `missing` says which.
+
+    `paired_time_ratio` and `paired_rss_ratio` read the same way but carry no bias from
+    the choice of the best peer (paired_ratio): the median over lfheap's runs of its
+    ratio to the run of the same repetition of the peer that is best in the other
+    repetitions; None where no repetition has such a peer (a single run per cell)."""
     metric = METRIC if metric is None else metric
-    values, order = {}, []
-    for workload, threads, alloc, _run, value, rss_kib in rows:
+    values, by_run, order = {}, {}, []
+    for workload, threads, alloc, run, value, rss_kib in rows:
         cell = (workload, int(threads))
         if cell not in values:
             values[cell] = {}
+            by_run[cell] = {}
             order.append(cell)
         runs = values[cell].setdefault(alloc, ([], []))
         if value is not None and float(value) > 0:
             runs[0].append(float(value))
             runs[1].append(float(rss_kib) / 1024.0)
+            by_run[cell].setdefault(alloc, {})[run] = (float(value), float(rss_kib) / 1024.0)
     cells = []
     for workload, threads in order:
         throughput = metric[workload] == "mops"
@@ -533,7 +541,8 @@ def best_peer(rows, metric=None):
         c = {"workload": workload, "threads": threads, "metric": metric[workload],
              "lfheap": lf, "lfheap_rss": lf_rss, "time_peer": None,
              "time_peer_value": None, "time_ratio": None, "rss_peer": None,
-             "rss_peer_mib": None, "rss_ratio": None, "missing": None}
+             "rss_peer_mib": None, "rss_ratio": None, "paired_time_ratio": None,
+             "paired_rss_ratio": None, "missing": None}
         if peers:
             fastest = (max if throughput else min)(peers, key=lambda p: p[1])
             smallest = min(peers, key=lambda p: p[2])
@@ -547,8 +556,48 @@ def best_peer(rows, metric=None):
             c["time_ratio"] = c["time_peer_value"] / lf if throughput else \
                 lf / c["time_peer_value"]
             c["rss_ratio"] = lf_rss / c["rss_peer_mib"] if c["rss_peer_mib"] > 0 else None
+            runs = by_run[(workload, threads)]
+            peer_runs = {a: r for a, r in runs.items() if benchlib.is_peer(a)}
+            # a throughput's time is its inverse; RSS is read as it is
+            c["paired_time_ratio"] = paired_ratio(
+                runs.get("lfheap", {}), peer_runs,
+                (lambda v: 1.0 / v[0]) if throughput else (lambda v: v[0]))
+            c["paired_rss_ratio"] = paired_ratio(runs.get("lfheap", {}), peer_runs,
+                                                 lambda v: v[1])
         cells.append(c)
     return cells
+
+
+def csv_run_rows(path):
+    """The runs of a runs CSV the runner wrote, as best_peer() takes them."""
+    with open(path, newline="") as f:
+        return [(r["workload"], r["threads"], r["allocator"], int(r["run"]),
+                 float(r["value"]) if r["status"] == "ok" else None,
+                 float(r["peak_rss_kib"]) if r["status"] == "ok" else None)
+                for r in csv.DictReader(f)]
+
+
+def paired_ratio(lfheap_runs, peer_runs, cost):
+    """lfheap's cost over the best peer's in one cell, without the bias of choosing the
+    best. Each argument maps a repetition to a run's (value, RSS in MiB); `cost` reads
+    from it what is to be low (time, or RSS). Taking the lowest of five noisy medians as
+    the bar takes one that noise pushed down, so an allocator equal to its peers scores
+    above 1 against it (bench/run.py --copies measures how far). Here the peer for
+    repetition r is, of the peers with a run in r and in another repetition, the one
+    whose median over the other repetitions is lowest, and its run of repetition r, which
+    took turns with lfheap's, is the bar: the noise of the run compared is not the noise
+    that chose it. Returns the median over the repetitions of lfheap's ratio, or None if
+    no repetition has such a peer."""
+    ratios = []
+    for rep, mine in lfheap_runs.items():
+        candidates = [(median([cost(v) for r, v in runs.items() if r != rep]), runs[rep])
+                      for runs in peer_runs.values() if rep in runs and len(runs) > 1]
+        if not candidates:
+            continue
+        bar = cost(min(candidates, key=lambda c: c[0])[1])
+        if bar > 0:
+            ratios.append(cost(mine) / bar)
+    return median(ratios)
 
 
 def best_peer_summary(cells, margin=BEST_PEER_MARGIN):
@@ -558,10 +607,16 @@ def best_peer_summary(cells, margin=BEST_PEER_MARGIN):
     def behind(key):
         return sorted((c for c in cells if c[key] is not None and c[key] > margin),
                       key=lambda c: c[key], reverse=True)
-    times = [c["time_ratio"] for c in cells if c["time_ratio"] is not None]
-    rsss = [c["rss_ratio"] for c in cells if c["rss_ratio"] is not None]
+    def ratios(key):
+        return [c[key] for c in cells if c[key] is not None]
+    times, rsss = ratios("time_ratio"), ratios("rss_ratio")
+    paired_times, paired_rsss = ratios("paired_time_ratio"), ratios("paired_rss_ratio")
     return {"time_geomean": geomean(times), "time_cells": len(times),
             "rss_geomean": geomean(rsss), "rss_cells": len(rsss),
+            "paired_time_geomean": geomean(paired_times), "paired_time_cells": len(paired_times),
+            "paired_rss_geomean": geomean(paired_rsss), "paired_rss_cells": len(paired_rsss),
+            "paired_time_above": sum(r > margin for r in paired_times),
+            "paired_rss_above": sum(r > margin for r in paired_rsss),
             "time_behind": behind("time_ratio"), "rss_behind": behind("rss_ratio"),
             "no_ratio": [c for c in cells if c["time_ratio"] is None]}
 
@@ -588,6 +643,16 @@ def best_peer_lines(cells, margin=BEST_PEER_MARGIN):
            "(%d cells), peak RSS **%s** (%d cells)." % (
                ratio(s["time_geomean"]), s["time_cells"], ratio(s["rss_geomean"]),
                s["rss_cells"]), ""]
+    if s["paired_time_cells"] or s["paired_rss_cells"]:
+        out += ["The lowest of the peers' noisy medians tends to be one that noise pushed "
+                "down, so those means lean against lfheap (`bench/run.py --copies 5` runs "
+                "lfheap against five copies of itself to show how far). Paired, against the run "
+                "of the same repetition of the peer that is best in the other repetitions "
+                "(the median over repetitions; the last two columns of the table): time "
+                "**%s** (%d cells, %d above %s), peak RSS **%s** (%d cells, %d above %s)." % (
+                    ratio(s["paired_time_geomean"]), s["paired_time_cells"],
+                    s["paired_time_above"], "%.2f" % margin, ratio(s["paired_rss_geomean"]),
+                    s["paired_rss_cells"], s["paired_rss_above"], "%.2f" % margin), ""]
     out.append("Cells where the fastest peer beats lfheap's time by more than %s, worst "
                "first:" % pct)
     out.append("")
@@ -604,23 +669,26 @@ def best_peer_lines(cells, margin=BEST_PEER_MARGIN):
         out += ["", "Cells without a ratio:", ""]
         out += ["- %s: %s" % (_cell_name(c), c["missing"]) for c in s["no_ratio"]]
     out += ["", "| workload | threads | lfheap | fastest peer | lfheap / fastest | "
-            "lfheap peak RSS, MiB | smallest peer, MiB | lfheap / smallest |",
-            "|---|---:|---:|---|---:|---:|---|---:|"]
+            "lfheap peak RSS, MiB | smallest peer, MiB | lfheap / smallest | paired time | "
+            "paired RSS |",
+            "|---|---:|---:|---|---:|---:|---|---:|---:|---:|"]
     for c in cells:
         peer = "—" if c["time_peer"] is None else "%s %s" % (
             c["time_peer"], _with_unit(c["time_peer_value"], c["metric"]))
         rss_peer = "—" if c["rss_peer"] is None else "%s %.1f" % (c["rss_peer"],
                                                                    c["rss_peer_mib"])
-        out.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+        out.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             c["workload"], c["threads"], _with_unit(c["lfheap"], c["metric"]), peer,
             ratio(c["time_ratio"]), "—" if c["lfheap_rss"] is None else
-            "%.1f" % c["lfheap_rss"], rss_peer, ratio(c["rss_ratio"])))
+            "%.1f" % c["lfheap_rss"], rss_peer, ratio(c["rss_ratio"]),
+            ratio(c["paired_time_ratio"]), ratio(c["paired_rss_ratio"])))
     return out
 
 
 BEST_PEER_FIELDS = ["workload", "threads", "metric", "lfheap", "time_peer",
                     "time_peer_value", "time_ratio", "lfheap_rss_mib", "rss_peer",
-                    "rss_peer_mib", "rss_ratio", "missing"]
+                    "rss_peer_mib", "rss_ratio", "paired_time_ratio", "paired_rss_ratio",
+                    "missing"]
 
 
 def write_best_peer_csv(path, cells):
@@ -846,12 +914,15 @@ def real_lines(res, names, served, have_lfheap):
             if best and value("cpu", w, "lfheap"):
                 cpu.append(value("cpu", w, "lfheap") / min(best))
         g = geomean(cpu)
+        def text(x):
+            return "—" if x is None else "%.2f" % x
+        paired = "" if not s["paired_time_cells"] else "; paired as in the summary: %s and %s" % (
+            text(s["paired_time_geomean"]), text(s["paired_rss_geomean"]))
         out += ["", "Against the best peer of each program: time **%s**, peak RSS **%s** "
-                "(geometric means over %d and %d programs); CPU seconds against the peer "
+                "(geometric means over %d and %d programs%s); CPU seconds against the peer "
                 "with the fewest: **%s**." % (
-                    "—" if s["time_geomean"] is None else "%.2f" % s["time_geomean"],
-                    "—" if s["rss_geomean"] is None else "%.2f" % s["rss_geomean"],
-                    s["time_cells"], s["rss_cells"], "—" if g is None else "%.2f" % g)]
+                    text(s["time_geomean"]), text(s["rss_geomean"]), s["time_cells"],
+                    s["rss_cells"], paired, text(g))]
     refused = [(w, a, why) for (w, a), why in sorted(served.items()) if why]
     out += ["", "Which allocator serves each program's heap (`LD_DEBUG=bindings`, every "
             "process of the program: malloc, free, calloc and realloc must bind to the "
@@ -885,7 +956,23 @@ def main():
     ap.add_argument("--no-plots", action="store_true")
     ap.add_argument("--no-fastpath", action="store_true",
                     help="skip the callgrind fast-path count")
+    ap.add_argument("--copies", type=int, default=0,
+                    help="instead of the peers, N copies of the lfheap library under the "
+                    "names lfheap-copy1..N (an A/A run: the best-peer figures then show "
+                    "what noise alone makes of an allocator equal to its peers); no "
+                    "fast-path count")
+    ap.add_argument("--best-peer-of", metavar="CSV",
+                    help="print the best-peer part of the summary for the runs CSV of an "
+                    "earlier run (its <date>-<host>.csv), then stop")
     args = ap.parse_args()
+    if args.best_peer_of:
+        print("\n".join(best_peer_lines(best_peer(csv_run_rows(args.best_peer_of)))))
+        return
+    if args.copies < 0:
+        raise SystemExit("--copies needs a count >= 0")
+    if args.copies:
+        args.allocators = ",".join(["lfheap"] + benchlib.copy_names(args.copies))
+        args.no_fastpath = True
 
     prof = PROFILES[args.profile]
     runs = args.runs or prof["runs"]

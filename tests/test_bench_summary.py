@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """The benchmark summary's best-peer part (bench/run.py: best_peer, best_peer_summary,
 best_peer_lines, write_best_peer_csv) on runs made up here, whose answers are known:
-the peer chosen in each cell, the ratios (inverted for larson's Mops/s), the geometric
-means, the cells above the 5% margin worst first, and the cells without a ratio (no peer
-result; no lfheap result). Prints one PASS or FAIL line per check (tests/suites/bench.sh
-runs it)."""
+the peer chosen in each cell, the ratios (inverted for larson's Mops/s), the paired
+ratios (paired_ratio), the geometric means, the cells above the 5% margin worst first,
+and the cells without a ratio (no peer result; no lfheap result); and, on seeded noise
+around one true value, that the paired ratio has none of the best-peer ratio's bias.
+Prints one PASS or FAIL line per check (tests/suites/bench.sh runs it)."""
 
 import csv
 import math
 import os
+import random
 import sys
 import tempfile
 
@@ -61,7 +63,15 @@ check("best-peer-fastest-peer", c["time_peer"] == "mimalloc" and close(c["time_p
 check("best-peer-smallest-rss-peer", c["rss_peer"] == "glibc" and close(c["rss_peer_mib"], 1.0)
       and close(c["lfheap_rss"], 2.0) and close(c["rss_ratio"], 2.0), "%s" % c)
 
+# paired: repetition 1 against mimalloc's run 1 (its other run, 1.0 s, beats glibc's
+# 2.0), 1.0; repetition 2 against glibc (mimalloc has no run 2), 0.6; repetition 3
+# against mimalloc, 1.1: median 1.0. RSS against glibc each time: 1, 2, 3 MiB over 1.
+check("best-peer-paired", close(c["paired_time_ratio"], 1.0) and
+      close(c["paired_rss_ratio"], 2.0), "%s" % c)
+
 c = by[("larson", 2)]
+check("best-peer-single-run-unpaired", c["paired_time_ratio"] is None and
+      c["paired_rss_ratio"] is None, "%s" % c)
 check("best-peer-throughput-inverted", c["metric"] == "mops" and c["time_peer"] == "jemalloc"
       and close(c["time_ratio"], 0.8) and c["rss_peer"] == "glibc"
       and close(c["rss_ratio"], 0.5), "%s" % c)
@@ -97,11 +107,31 @@ want = ["time **%.2f** (4 cells), peak RSS **%.2f** (4 cells)" % (g_time, g_rss)
         "- churn, 1 thread: **2.00**, glibc (1.0 MiB against lfheap's 2.0 MiB)\n"
         "- speed, 1 thread: **1.10**, tcmalloc (1.0 MiB against lfheap's 1.1 MiB)\n",
         "- churn, 2 threads: no peer result\n- memory, 1 thread: no lfheap result\n",
-        "| larson | 2 | 100 Mops/s | jemalloc 80.0 Mops/s | 0.80 | 1.0 | glibc 2.0 | 0.50 |",
-        "| churn | 2 | 1.00 s | — | — | 1.0 | — | — |",
-        "| memory | 1 | — | glibc 1.00 s | — | — | glibc 1.0 | — |"]
+        "| larson | 2 | 100 Mops/s | jemalloc 80.0 Mops/s | 0.80 | 1.0 | glibc 2.0 | 0.50 | — | — |",
+        "| churn | 1 | 1.10 s | mimalloc 1.00 s | 1.10 | 2.0 | glibc 1.0 | 2.00 | 1.00 | 2.00 |",
+        "| churn | 2 | 1.00 s | — | — | 1.0 | — | — | — | — |",
+        "| memory | 1 | — | glibc 1.00 s | — | — | glibc 1.0 | — | — | — |",
+        "Paired, against the run of the same repetition of the peer that is best in the "
+        "other repetitions (the median over repetitions; the last two columns of the table): "
+        "time **1.00** (1 cells, 0 above 1.05), peak RSS **2.00** (1 cells, 1 above 1.05)."]
 missing = [w for w in want if w not in md]
 check("best-peer-markdown", not missing, "missing %r in\n%s" % (missing, md))
+
+# An A/A comparison: lfheap and five peers whose runs all scatter around the same true
+# time and RSS (seeded, so the same numbers every time). The best of six noisy medians
+# is biased low, so lfheap looks behind the best peer; the paired ratio is not.
+rng = random.Random(20261201)
+noisy = []
+for cell in range(300):
+    for rep in range(1, 4):
+        for alloc in ["lfheap"] + ["copy%d" % i for i in range(5)]:
+            noisy.append(("speed", cell + 1, alloc, rep, math.exp(rng.gauss(0, 0.1)),
+                          1024 * math.exp(rng.gauss(0, 0.05))))
+s = run.best_peer_summary(run.best_peer(noisy))
+check("best-peer-aa-bias", s["time_geomean"] > 1.05 and s["rss_geomean"] > 1.02 and
+      abs(math.log(s["paired_time_geomean"])) < 0.02 and
+      abs(math.log(s["paired_rss_geomean"])) < 0.01 and s["paired_time_cells"] == 300,
+      "%s" % {k: v for k, v in s.items() if "geomean" in k})
 
 # a cell of nothing but failed runs, and no cells at all, do not break anything
 cells2 = run.best_peer([("large", 8, "lfheap", 1, None, 0), ("large", 8, "glibc", 1, None, 0)])
@@ -128,5 +158,7 @@ with tempfile.TemporaryDirectory() as tmp:
     rows = list(csv.DictReader(open(path)))
 ok = len(rows) == len(cells) and list(rows[0]) == run.BEST_PEER_FIELDS and \
     rows[1]["time_peer"] == "jemalloc" and math.isclose(float(rows[1]["time_ratio"]), 0.8) \
-    and rows[2]["time_ratio"] == "" and rows[2]["missing"] == "no peer result"
+    and rows[2]["time_ratio"] == "" and rows[2]["missing"] == "no peer result" \
+    and math.isclose(float(rows[0]["paired_rss_ratio"]), 2.0) and \
+    rows[1]["paired_time_ratio"] == ""
 check("best-peer-csv", ok, "%s" % rows[:3])

@@ -11,7 +11,8 @@
 #    one row per workload x threads x run, and skips an lfheap without malloc;
 #  - the summary's best-peer part: tests/test_bench_summary.py on made-up runs with known
 #    answers, and a tiny real run of lfheap and glibc whose best-peer CSV and report
-#    agree with the medians in its CSV of runs;
+#    agree with the medians in its CSV of runs; --copies runs lfheap against copies of
+#    itself in place of the peers;
 #  - the real-program group: tests/test_bench_real.py (the launcher, the check that the
 #    preloaded allocator serves a program's heap, the output checks, the summary's table,
 #    and a tiny run of python and gcc under lfheap and glibc when they are installed).
@@ -224,7 +225,7 @@ if [ -e build/liblfheap.so ]; then
         >/dev/null 2>"$TMP/run4.err"
     rc=$?
     python3 - "$TMP/res4" "$rc" <<'PY'
-import csv, glob, os, re, statistics, sys
+import csv, glob, os, re, statistics, subprocess, sys
 out, rc = sys.argv[1], int(sys.argv[2])
 def check(name, ok, why=""):
     print(("PASS " if ok else "FAIL ") + name + ("" if ok else ": " + why))
@@ -254,6 +255,12 @@ ok = "### Against the best peer in each cell" in md and re.search(
     md, re.M)
 check("bench-runner-best-peer-report", bool(ok),
       md[md.find("### Against"):md.find("### Against") + 1500])
+# --best-peer-of rebuilds the same part from the CSV of runs alone
+again = subprocess.run([sys.executable, "bench/run.py", "--best-peer-of", runs[0]],
+                       capture_output=True, text=True)
+part = again.stdout.strip()
+check("bench-runner-best-peer-of", again.returncode == 0 and part.startswith(
+    "Geometric mean of lfheap's ratio") and part in md, again.stdout + again.stderr)
 PY
 else
     fail bench-runner-best-peer "build/liblfheap.so missing (make all)"
@@ -268,6 +275,35 @@ python3 bench/run.py --profile test --no-build --no-install --allocators lfheap,
 grep -q "^lfheap: skipped, .* does not define malloc" "$TMP/run2.err" &&
     pass bench-runner-skips-lfheap-without-malloc ||
     fail bench-runner-skips-lfheap-without-malloc "$(cat "$TMP/run2.err")"
+
+# --copies: lfheap against copies of itself, which stand in for the peers: every run of
+# the three is there, a copy is the best peer of each cell, and the paired figures are
+# computed (two repetitions), with no fast-path count
+if [ -e build/liblfheap.so ]; then
+    python3 bench/run.py --profile test --no-build --no-install --copies 2 --workloads churn \
+        --threads 1,2 --runs 2 --no-plots --out "$TMP/res5" >"$TMP/run5.out" 2>"$TMP/run5.err"
+    rc=$?
+    python3 - "$TMP/res5" "$rc" "$TMP/run5.out" <<'PY'
+import csv, glob, os, sys
+out, rc, stdout = sys.argv[1], int(sys.argv[2]), open(sys.argv[3]).read()
+best = glob.glob(os.path.join(out, "*-best-peer.csv"))
+runs = [p for p in glob.glob(os.path.join(out, "*.csv")) if p not in best]
+ok = rc == 0 and len(best) == 1 and len(runs) == 1
+if ok:
+    seen = sorted((r["allocator"], r["threads"], r["run"]) for r in csv.DictReader(open(runs[0]))
+                  if r["status"] == "ok")
+    cells = list(csv.DictReader(open(best[0])))
+    ok = seen == sorted((a, t, k) for a in ("lfheap", "lfheap-copy1", "lfheap-copy2")
+                        for t in ("1", "2") for k in ("1", "2")) and len(cells) == 2 and \
+        all(c["time_peer"].startswith("lfheap-copy") and float(c["paired_time_ratio"]) > 0
+            and float(c["paired_rss_ratio"]) > 0 for c in cells) and \
+        "Fast path" not in stdout and "**lfheap-copy2**" in stdout
+print(("PASS " if ok else "FAIL ") + "bench-runner-copies" +
+      ("" if ok else ": exit %d, %s" % (rc, stdout[-1500:])))
+PY
+else
+    fail bench-runner-copies "build/liblfheap.so missing (make all)"
+fi
 
 # Without valgrind the fast-path count is skipped with one line and the report is
 # written all the same (before, the run ended in a traceback and kept nothing).
