@@ -543,6 +543,9 @@ def best_peer(rows, metric=None):
              "time_peer_value": None, "time_ratio": None, "rss_peer": None,
              "rss_peer_mib": None, "rss_ratio": None, "paired_time_ratio": None,
              "paired_rss_ratio": None, "missing": None}
+        lf_values = values[(workload, threads)].get("lfheap", ([], []))[0]
+        # how far lfheap's own runs spread: the noise a ratio of the cell sits in
+        c["lfheap_range"] = (min(lf_values), max(lf_values)) if lf_values else None
         if peers:
             fastest = (max if throughput else min)(peers, key=lambda p: p[1])
             smallest = min(peers, key=lambda p: p[2])
@@ -656,9 +659,16 @@ def best_peer_lines(cells, margin=BEST_PEER_MARGIN):
     out.append("Cells where the fastest peer beats lfheap's time by more than %s, worst "
                "first:" % pct)
     out.append("")
-    out += ["- %s: **%.2f**, %s (%s against lfheap's %s)" % (
+    def runs_and_paired(c):
+        lo, hi = c["lfheap_range"]
+        spread = "" if lo == hi else "; lfheap's runs %s to %s" % (
+            _with_unit(lo, c["metric"]), _with_unit(hi, c["metric"]))
+        return spread + ("" if c["paired_time_ratio"] is None else
+                         "; paired %.2f" % c["paired_time_ratio"])
+    out += ["- %s: **%.2f**, %s (%s against lfheap's %s%s)" % (
         _cell_name(c), c["time_ratio"], c["time_peer"],
-        _with_unit(c["time_peer_value"], c["metric"]), _with_unit(c["lfheap"], c["metric"]))
+        _with_unit(c["time_peer_value"], c["metric"]), _with_unit(c["lfheap"], c["metric"]),
+        runs_and_paired(c))
         for c in s["time_behind"]] or ["- none"]
     out += ["", "Cells where the smallest peer's peak RSS is more than %s below lfheap's, "
             "worst first:" % pct, ""]

@@ -68,6 +68,7 @@ check("best-peer-smallest-rss-peer", c["rss_peer"] == "glibc" and close(c["rss_p
 # against mimalloc, 1.1: median 1.0. RSS against glibc each time: 1, 2, 3 MiB over 1.
 check("best-peer-paired", close(c["paired_time_ratio"], 1.0) and
       close(c["paired_rss_ratio"], 2.0), "%s" % c)
+check("best-peer-lfheap-range", c["lfheap_range"] == (1.0, 1.2), "%s" % c)
 
 c = by[("larson", 2)]
 check("best-peer-single-run-unpaired", c["paired_time_ratio"] is None and
@@ -103,7 +104,8 @@ check("best-peer-no-ratio-list", [(c["workload"], c["threads"]) for c in s["no_r
 md = "\n".join(run.best_peer_lines(cells))
 want = ["time **%.2f** (4 cells), peak RSS **%.2f** (4 cells)" % (g_time, g_rss),
         "- threadtest, 1 thread: **3.00**, glibc (1.00 s against lfheap's 3.00 s)\n"
-        "- churn, 1 thread: **1.10**, mimalloc (1.00 s against lfheap's 1.10 s)\n",
+        "- churn, 1 thread: **1.10**, mimalloc (1.00 s against lfheap's 1.10 s; lfheap's "
+        "runs 1.00 s to 1.20 s; paired 1.00)\n",
         "- churn, 1 thread: **2.00**, glibc (1.0 MiB against lfheap's 2.0 MiB)\n"
         "- speed, 1 thread: **1.10**, tcmalloc (1.0 MiB against lfheap's 1.1 MiB)\n",
         "- churn, 2 threads: no peer result\n- memory, 1 thread: no lfheap result\n",
