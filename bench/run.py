@@ -695,6 +695,38 @@ def best_peer_lines(cells, margin=BEST_PEER_MARGIN):
     return out
 
 
+def across_runs_lines(runs_cells, margin=BEST_PEER_MARGIN):
+    """Markdown lines: each cell's paired time ratio across several runs (one best_peer()
+    result per run), worst median first. A single run's cell moves by a fifth on a shared
+    machine; the cells whose median over many runs stays above `margin` are the ones
+    where lfheap is behind, not the noise."""
+    ratios, peers, order = {}, {}, []
+    for cells in runs_cells:
+        for c in cells:
+            key = (c["workload"], c["threads"])
+            if c["paired_time_ratio"] is None:
+                continue
+            if key not in ratios:
+                ratios[key], peers[key] = [], {}
+                order.append(key)
+            ratios[key].append(c["paired_time_ratio"])
+            peers[key][c["time_peer"]] = peers[key].get(c["time_peer"], 0) + 1
+    order.sort(key=lambda k: median(ratios[k]), reverse=True)
+    behind = [k for k in order if median(ratios[k]) > margin]
+    out = ["Paired time ratio of each cell across %d runs: geometric mean of the cells' "
+           "medians **%s**; %d cells with a median above %.2f." % (
+               len(runs_cells), "—" if not order else "%.2f" % geomean(
+                   [median(ratios[k]) for k in order]), len(behind), margin), "",
+           "| workload | threads | runs | median | lowest | highest | fastest peer, most often |",
+           "|---|---:|---:|---:|---:|---:|---|"]
+    for k in order:
+        r = ratios[k]
+        peer = max(peers[k].items(), key=lambda kv: kv[1])
+        out.append("| %s | %d | %d | %.2f | %.2f | %.2f | %s (%d) |" % (
+            k[0], k[1], len(r), median(r), min(r), max(r), peer[0], peer[1]))
+    return out
+
+
 BEST_PEER_FIELDS = ["workload", "threads", "metric", "lfheap", "time_peer",
                     "time_peer_value", "time_ratio", "lfheap_rss_mib", "rss_peer",
                     "rss_peer_mib", "rss_ratio", "paired_time_ratio", "paired_rss_ratio",
@@ -971,12 +1003,16 @@ def main():
                     "names lfheap-copy1..N (an A/A run: the best-peer figures then show "
                     "what noise alone makes of an allocator equal to its peers); no "
                     "fast-path count")
-    ap.add_argument("--best-peer-of", metavar="CSV",
+    ap.add_argument("--best-peer-of", metavar="CSV[,CSV...]",
                     help="print the best-peer part of the summary for the runs CSV of an "
-                    "earlier run (its <date>-<host>.csv), then stop")
+                    "earlier run (its <date>-<host>.csv), then stop; given several, the "
+                    "paired time ratio of each cell across them")
     args = ap.parse_args()
     if args.best_peer_of:
-        print("\n".join(best_peer_lines(best_peer(csv_run_rows(args.best_peer_of)))))
+        paths = [p for p in args.best_peer_of.split(",") if p]
+        runs_cells = [best_peer(csv_run_rows(p)) for p in paths]
+        print("\n".join(best_peer_lines(runs_cells[0]) if len(paths) == 1 else
+                        across_runs_lines(runs_cells)))
         return
     if args.copies < 0:
         raise SystemExit("--copies needs a count >= 0")

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The benchmark summary's best-peer part (bench/run.py: best_peer, best_peer_summary,
-best_peer_lines, write_best_peer_csv) on runs made up here, whose answers are known:
-the peer chosen in each cell, the ratios (inverted for larson's Mops/s), the paired
-ratios (paired_ratio), the geometric means, the cells above the 5% margin worst first,
-and the cells without a ratio (no peer result; no lfheap result); and, on seeded noise
-around one true value, that the paired ratio has none of the best-peer ratio's bias.
-Prints one PASS or FAIL line per check (tests/suites/bench.sh runs it)."""
+best_peer_lines, write_best_peer_csv, across_runs_lines) on runs made up here, whose
+answers are known: the peer chosen in each cell, the ratios (inverted for larson's
+Mops/s), the paired ratios (paired_ratio) and their medians across runs, the geometric
+means, the cells above the 5% margin worst first, and the cells without a ratio (no
+peer result; no lfheap result); and, on seeded noise around one true value, that the
+paired ratio has none of the best-peer ratio's bias. Prints one PASS or FAIL line per
+check (tests/suites/bench.sh runs it)."""
 
 import csv
 import math
@@ -134,6 +135,21 @@ check("best-peer-aa-bias", s["time_geomean"] > 1.05 and s["rss_geomean"] > 1.02 
       abs(math.log(s["paired_time_geomean"])) < 0.02 and
       abs(math.log(s["paired_rss_geomean"])) < 0.01 and s["paired_time_cells"] == 300,
       "%s" % {k: v for k, v in s.items() if "geomean" in k})
+
+# across runs (bench/run.py --best-peer-of A.csv,B.csv): each cell's paired ratios, the
+# median first; churn is 1.2 in one run and 1.0 in the other, speed 0.9 in both
+def two_reps(workload, mine, theirs):
+    return [(workload, 1, a, rep, v, 1024) for a, v in (("lfheap", mine), ("glibc", theirs))
+            for rep in (1, 2)]
+runs_cells = [run.best_peer(two_reps("churn", 1.2, 1.0) + two_reps("speed", 0.9, 1.0)),
+              run.best_peer(two_reps("churn", 1.0, 1.0) + two_reps("speed", 0.9, 1.0))]
+md = "\n".join(run.across_runs_lines(runs_cells))
+want = ["across 2 runs: geometric mean of the cells' medians **0.99**; 1 cells with a median "
+        "above 1.05.",
+        "| churn | 1 | 2 | 1.10 | 1.00 | 1.20 | glibc (2) |\n"
+        "| speed | 1 | 2 | 0.90 | 0.90 | 0.90 | glibc (2) |"]
+missing = [w for w in want if w not in md]
+check("best-peer-across-runs", not missing, "missing %r in\n%s" % (missing, md))
 
 # a cell of nothing but failed runs, and no cells at all, do not break anything
 cells2 = run.best_peer([("large", 8, "lfheap", 1, None, 0), ("large", 8, "glibc", 1, None, 0)])
