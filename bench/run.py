@@ -324,12 +324,8 @@ class Results:
         return median(vals)
 
     def run_rows(self):
-        """Every run as best_peer() takes it: (workload, threads, allocator, run, value,
-        peak RSS in KiB), value None when the run failed."""
-        return [(r["workload"], r["threads"], r["allocator"], r["run"],
-                 float(r["value"]) if r["status"] == "ok" else None,
-                 float(r["peak_rss_kib"]) if r["status"] == "ok" else None)
-                for r in self.rows]
+        """Every run as best_peer() takes it (run_row)."""
+        return [run_row(r) for r in self.rows]
 
     def time_ratio(self, workload, alloc, threads):
         """lfheap's time divided by this allocator's (for throughput: the inverse ratio
@@ -571,13 +567,19 @@ def best_peer(rows, metric=None):
     return cells
 
 
+def run_row(r):
+    """One run, a row of the runs CSV (or the dict it is written from), as best_peer()
+    takes it: (workload, threads, allocator, run, value, peak RSS in KiB), value and RSS
+    None when the run failed."""
+    ok = r["status"] == "ok"
+    return (r["workload"], r["threads"], r["allocator"], int(r["run"]),
+            float(r["value"]) if ok else None, float(r["peak_rss_kib"]) if ok else None)
+
+
 def csv_run_rows(path):
     """The runs of a runs CSV the runner wrote, as best_peer() takes them."""
     with open(path, newline="") as f:
-        return [(r["workload"], r["threads"], r["allocator"], int(r["run"]),
-                 float(r["value"]) if r["status"] == "ok" else None,
-                 float(r["peak_rss_kib"]) if r["status"] == "ok" else None)
-                for r in csv.DictReader(f)]
+        return [run_row(r) for r in csv.DictReader(f)]
 
 
 def paired_ratio(lfheap_runs, peer_runs, cost):
