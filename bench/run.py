@@ -515,22 +515,22 @@ def best_peer(rows, metric=None):
     ratio to the run of the same repetition of the peer that is best in the other
     repetitions; None where no repetition has such a peer (a single run per cell)."""
     metric = METRIC if metric is None else metric
-    values, by_run, order = {}, {}, []
+    # cell -> allocator -> repetition -> (value, peak RSS in MiB) of its successful runs
+    by_run, order = {}, []
     for workload, threads, alloc, run, value, rss_kib in rows:
         cell = (workload, int(threads))
-        if cell not in values:
-            values[cell] = {}
+        if cell not in by_run:
             by_run[cell] = {}
             order.append(cell)
-        runs = values[cell].setdefault(alloc, ([], []))
+        runs = by_run[cell].setdefault(alloc, {})
         if value is not None and float(value) > 0:
-            runs[0].append(float(value))
-            runs[1].append(float(rss_kib) / 1024.0)
-            by_run[cell].setdefault(alloc, {})[run] = (float(value), float(rss_kib) / 1024.0)
+            runs[run] = (float(value), float(rss_kib) / 1024.0)
     cells = []
     for workload, threads in order:
         throughput = metric[workload] == "mops"
-        meds = {a: (median(v), median(r)) for a, (v, r) in values[(workload, threads)].items()}
+        runs = by_run[(workload, threads)]
+        meds = {a: (median([v for v, _ in r.values()]), median([m for _, m in r.values()]))
+                for a, r in runs.items()}
         lf, lf_rss = meds.pop("lfheap", (None, None))
         peers = [(a, v, r) for a, (v, r) in meds.items()
                  if v is not None and benchlib.is_peer(a)]
@@ -539,7 +539,7 @@ def best_peer(rows, metric=None):
              "time_peer_value": None, "time_ratio": None, "rss_peer": None,
              "rss_peer_mib": None, "rss_ratio": None, "paired_time_ratio": None,
              "paired_rss_ratio": None, "missing": None}
-        lf_values = values[(workload, threads)].get("lfheap", ([], []))[0]
+        lf_values = [v for v, _ in runs.get("lfheap", {}).values()]
         # how far lfheap's own runs spread: the noise a ratio of the cell sits in
         c["lfheap_range"] = (min(lf_values), max(lf_values)) if lf_values else None
         if peers:
@@ -555,7 +555,6 @@ def best_peer(rows, metric=None):
             c["time_ratio"] = c["time_peer_value"] / lf if throughput else \
                 lf / c["time_peer_value"]
             c["rss_ratio"] = lf_rss / c["rss_peer_mib"] if c["rss_peer_mib"] > 0 else None
-            runs = by_run[(workload, threads)]
             peer_runs = {a: r for a, r in runs.items() if benchlib.is_peer(a)}
             # a throughput's time is its inverse; RSS is read as it is
             c["paired_time_ratio"] = paired_ratio(
