@@ -418,22 +418,30 @@ static unsigned give_back_list(void *list, uint32_t length)
     memset(t.desc, 0, sizeof t.desc);
     t.used_count = 0;
     unsigned blocks = 0;
-    while (list && blocks < length) {
+    while (LFH_LIKELY(list != NULL) && LFH_LIKELY(blocks < length)) {
         /* A run: the list's links already chain it, a range test bounds it (the end of
          * the list, NULL, is out of every range). */
         struct descriptor *d = pagemap_desc_or_null(list);
         uintptr_t start = (uintptr_t)d->start;
         size_t size = d->size;
         void *first = list, *last = list;
-        uint32_t count = 1, most = length - blocks;
+        const uint32_t most = length - blocks;
+        uint32_t count = 1;
         list = heap_link_get(list);
-        while ((uintptr_t)list - start < size && count < most) {
-            /* A hint: never faults, whatever the address. */
-            __builtin_prefetch(
-                (const void *)((uintptr_t)list - GIVE_BACK_PREFETCH * (uintptr_t)d->block_size));
-            last = list;
-            list = heap_link_get(list);
-            count++;
+        if ((uintptr_t)list - start < size && most > 1) {
+            /* Counted down, and the prefetch's distance negated (an address mode then
+             * adds it), so that a step, the flush's cost per block, is 9 instructions
+             * instead of 12; set up only for runs of two blocks or more, as remote frees
+             * give many runs of one. */
+            const intptr_t behind = -(intptr_t)(GIVE_BACK_PREFETCH * (size_t)d->block_size);
+            uint32_t room = most - 1; /* blocks the run may still take */
+            do {
+                /* A hint: never faults, whatever the address. */
+                __builtin_prefetch((const char *)list + behind);
+                last = list;
+                list = heap_link_get(list);
+            } while (--room != 0 && (uintptr_t)list - start < size);
+            count = most - room;
         }
         blocks += count;
         /* Descriptors are 128 bytes apart: their index spreads them over the slots. */
