@@ -93,8 +93,8 @@ PROFILES = {
     },
     # `make bench`: the same shapes scaled so that most runs take about 0.05-0.5 s (13
     # cells' fastest runs 0.02-0.05 s: bench/README.md) and the whole comparison about 10
-    # minutes on 2 cores. churn is *larger* than published
-    # (its published run lasts ~3 ms, too short to time reliably).
+    # minutes on 2 cores. churn is *larger* than published (its published run lasts ~3 ms,
+    # too short to time reliably).
     "quick": {
         "runs": 3, "timeout": 300, "fastpath": (200000, 400000),
         "knobs": {
