@@ -943,10 +943,8 @@ static struct buddy *arena_part_create(size_t chunk, size_t *backed)
 {
     size_t least = chunk > ARENA_PART_MIN ? chunk : ARENA_PART_MIN;
     for (size_t part = ARENA_SIZE / 2; part >= least; part /= 2) {
-        char *probe = os_map(part + ARENA_PART_ROOM, OS_PAGE_SIZE);
-        if (!probe)
+        if (!os_room_for(part + ARENA_PART_ROOM))
             continue;
-        os_unmap(probe, part + ARENA_PART_ROOM);
         char *region = os_map(part, ARENA_SIZE);
         if (!region)
             continue;
@@ -984,17 +982,27 @@ static void arena_unmap(struct arena *a)
  * (once it is on the list). */
 static struct arena *arena_map(size_t chunk)
 {
+    int saved_errno = errno; /* the program's: the refusals below end in a success */
     struct arena *a = os_map(sizeof(struct arena), OS_PAGE_SIZE);
     if (!a)
         return NULL;
     a->backed = ARENA_SIZE;
     a->buddy = buddy_create(NULL, ARENA_SIZE, ARENA_MIN_CHUNK, ARENA_MAX_CHUNK, BUDDY_PACKED);
+    /* A whole arena that leaves no room for what the heap maps to use it (a page-map leaf,
+     * descriptors) would be of no use, and a listed arena keeps its address space for
+     * good: with 68-74 MiB of room under `ulimit -v`, every allocation failed for the
+     * rest of the process. A part leaves that room. */
+    if (a->buddy && !os_room_for(ARENA_PART_ROOM)) {
+        buddy_destroy(a->buddy);
+        a->buddy = NULL;
+    }
     if (!a->buddy)
         a->buddy = arena_part_create(chunk, &a->backed);
     if (!a->buddy) {
         os_unmap(a, sizeof(struct arena));
         return NULL;
     }
+    errno = saved_errno;
     a->base = buddy_base(a->buddy);
     /* Before any chunk is handed out: a page touched before the advice stays small. */
     os_advise_huge(a->base, a->backed);

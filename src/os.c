@@ -239,6 +239,20 @@ void os_unmap(void *addr, size_t size)
         unmap_or_defer(addr, size);
 }
 
+bool os_room_for(size_t size)
+{
+    if (os_fault())
+        return false;
+    /* Inaccessible: counted against RLIMIT_AS like any mapping, but not charged by the
+     * kernel's overcommit accounting, which is not what is asked about. */
+    os_count(STATS_MMAP_CALLS, size);
+    void *probe = platform_reserve(size);
+    if (!probe)
+        return false;
+    unmap_or_defer(probe, size);
+    return true;
+}
+
 bool os_decommit(void *addr, size_t size)
 {
     if (os_fault())

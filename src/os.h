@@ -40,6 +40,10 @@ void *os_map(size_t size, size_t align);
  * stays reserved until a later os_retry unmaps it; nobody may touch it meanwhile. */
 void os_unmap(void *addr, size_t size);
 
+/* True if `size` more bytes of address space could be mapped now (`ulimit -v`): a
+ * reservation made and given back at once. A hint, as another thread may map meanwhile. */
+bool os_room_for(size_t size);
+
 /* Keep the range reserved but let the kernel drop its pages; it then reads back as
  * zeros. False if the kernel refused: the pages may still hold their old contents. */
 bool os_decommit(void *addr, size_t size);

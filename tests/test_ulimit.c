@@ -10,8 +10,9 @@
  * First, each in a fresh process (before anything is allocated), two limits set from
  * inside: one with less room than a whole arena (64 MiB) but more than lfheap's least
  * (docs/GUARANTEES.md, about 12 MiB), where lfheap maps parts of arenas and every kind
- * of request up to 4 MiB succeeds; and one with less than that least, where every routine
- * fails with ENOMEM, and lfheap works once the limit is raised.
+ * of request up to 4 MiB succeeds; one with less than that least, where every routine
+ * fails with ENOMEM, and lfheap works once the limit is raised; and every room from a
+ * little above the least to past a whole arena, where small and medium blocks are had.
  */
 #include "testutil.h"
 
@@ -298,15 +299,48 @@ static int no_room(void)
     return test_failures;
 }
 
+/* In a fresh process: with `room_mib` MiB of room, a small, a medium and a calloc'd
+ * block are had, whole, and errno is as it was (lfheap's refused mappings on the way,
+ * such as a whole arena's before a part's, are not the program's failures). Before the
+ * arena left room for its page-map leaf, 68-74 MiB of room failed every allocation for
+ * the rest of the process. Returns the number of failed checks. */
+static int some_room(size_t room_mib)
+{
+    REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
+    struct rlimit old;
+    limit_room(room_mib, &old);
+    errno = 0;
+    unsigned char *small = malloc(16), *medium = malloc(40 * KIB), *zeroed = calloc(1, 1000);
+    int saw_errno = errno;
+    int missing = !small + !medium + !zeroed;
+    if (small)
+        memset(small, 0x11, 16);
+    if (medium)
+        memset(medium, 0x22, 40 * KIB);
+    int damaged = (zeroed && (zeroed[0] != 0 || zeroed[999] != 0)) ||
+                  (small && small[15] != 0x11) || (medium && medium[40 * KIB - 1] != 0x22);
+    free(small);
+    free(medium);
+    free(zeroed);
+    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+    if (missing || damaged || saw_errno)
+        printf("# %zu MiB of room: %d blocks missing, %d damaged, errno %d\n", room_mib, missing,
+               damaged, saw_errno);
+    CHECK(missing == 0);
+    CHECK(damaged == 0);
+    CHECK(saw_errno == 0);
+    return test_failures;
+}
+
 /* A check above in a new run of this program, which skips the preload check's
  * allocation before main (TEST_ON_GLIBC: the parent has made that check). */
-static void in_fresh_process(const char *mode)
+static void in_fresh_process(const char *mode, const char *arg)
 {
     pid_t child = fork();
     REQUIRE(child >= 0);
     if (child == 0) {
         setenv("TEST_ON_GLIBC", "1", 1);
-        execl("/proc/self/exe", "test_ulimit", mode, (char *)NULL);
+        execl("/proc/self/exe", "test_ulimit", mode, arg, (char *)NULL);
         _exit(127);
     }
     int status = 0;
@@ -316,12 +350,23 @@ static void in_fresh_process(const char *mode)
 
 static void little_room_gets_parts_of_arenas(void)
 {
-    in_fresh_process("little-room");
+    in_fresh_process("little-room", NULL);
 }
 
 static void no_room_then_recovers(void)
 {
-    in_fresh_process("no-room");
+    in_fresh_process("no-room", NULL);
+}
+
+/* Every room from 14 MiB (a little above lfheap's least) to 100 MiB, past a whole arena
+ * and its leaf, in steps of 2 MiB. */
+static void every_room_above_the_least_serves(void)
+{
+    for (int room = 14; room <= 100; room += 2) {
+        char arg[16];
+        snprintf(arg, sizeof arg, "%d", room);
+        in_fresh_process("some-room", arg);
+    }
 }
 
 int main(int argc, char **argv)
@@ -330,8 +375,11 @@ int main(int argc, char **argv)
         return no_room() == 0 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "little-room") == 0)
         return little_room() == 0 ? 0 : 1;
+    if (argc > 2 && strcmp(argv[1], "some-room") == 0)
+        return some_room((size_t)atoi(argv[2])) == 0 ? 0 : 1;
     RUN(little_room_gets_parts_of_arenas);
     RUN(no_room_then_recovers);
+    RUN(every_room_above_the_least_serves);
     /* stdout's buffer before memory runs out */
     printf("# filling the address space\n");
     fflush(stdout);
