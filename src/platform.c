@@ -33,14 +33,23 @@ void *platform_reserve(size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* The calls whose failure the caller gets over (a deferred unmap, pages left resident, a
+ * block moved instead of grown) leave errno as it was: a call that then succeeds must not
+ * show the program an error (glibc's realloc of a mapped block that moves leaves it so). */
 bool platform_unmap(void *addr, size_t size)
 {
-    return munmap(addr, size) == 0;
+    int saved_errno = errno;
+    bool done = munmap(addr, size) == 0;
+    errno = saved_errno;
+    return done;
 }
 
 bool platform_decommit(void *addr, size_t size)
 {
-    return madvise(addr, size, MADV_DONTNEED) == 0;
+    int saved_errno = errno; /* as platform_unmap */
+    bool done = madvise(addr, size, MADV_DONTNEED) == 0;
+    errno = saved_errno;
+    return done;
 }
 
 /* The calling thread as a pidfd (linux/pidfd.h since Linux 6.15). Not the process
@@ -108,7 +117,10 @@ bool platform_move(void *old, size_t old_size, void *dest, size_t new_size)
 
 bool platform_grow(void *addr, size_t old_size, size_t new_size)
 {
-    return mremap(addr, old_size, new_size, 0) != MAP_FAILED;
+    int saved_errno = errno; /* as platform_unmap: refused, the block moves */
+    bool done = mremap(addr, old_size, new_size, 0) != MAP_FAILED;
+    errno = saved_errno;
+    return done;
 }
 
 bool platform_protect(void *addr, size_t size, bool accessible)

@@ -1020,6 +1020,73 @@ static void copies_of_stale_bytes_stay_live_blocks(void)
     blocks_stay_distinct(100, NULL);
 }
 
+/* errno as the program left it after every call that succeeds, as glibc leaves it: the
+ * system calls lfheap gets over on the way (a mapped block that cannot grow where it is
+ * and moves, a refused decommit or unmap) are not the program's errors. Before, a realloc
+ * that moved a mapped block showed ENOMEM from the refused growth. Blocks of every kind,
+ * and mapped ones only where the address space has room (the ulimit runs skip them). */
+#define ERRNO_SENTINEL 4321
+static int errno_changed;
+
+static void *kept_errno(void *result)
+{
+    errno_changed += result != NULL && errno != ERRNO_SENTINEL;
+    errno = ERRNO_SENTINEL;
+    return result;
+}
+
+static void freed_keeps_errno(void *p)
+{
+    T_FREE(p);
+    errno_changed += errno != ERRNO_SENTINEL;
+    errno = ERRNO_SENTINEL;
+}
+
+static void successful_calls_leave_errno(void)
+{
+    errno_changed = 0;
+    errno = ERRNO_SENTINEL;
+    for (size_t size = 1; size <= ((size_t)8 << 20); size = size * 2 + 7) {
+        char *p = kept_errno(T_MALLOC(size));
+        char *z = kept_errno(T_CALLOC(1, size));
+        REQUIRE(p && z);
+        memset(p, 1, size);
+        p = kept_errno(T_REALLOC(p, size * 3 + 1));
+        REQUIRE(p);
+        p = kept_errno(T_REALLOC(p, size / 2 + 1));
+        REQUIRE(p);
+        void *aligned = NULL;
+        CHECK(T_POSIX_MEMALIGN(&aligned, size < 4096 ? 64 : 4096, size) == 0);
+        errno_changed += errno != ERRNO_SENTINEL;
+        errno = ERRNO_SENTINEL;
+        freed_keeps_errno(aligned);
+        freed_keeps_errno(p);
+        freed_keeps_errno(z);
+    }
+    /* Two mapped blocks, the second usually placed right below the first by the kernel,
+     * so that growing it must move it. */
+    size_t mapped = (size_t)96 << 20;
+    char *first = T_MALLOC(mapped);
+    char *second = first ? T_MALLOC(mapped) : NULL;
+    errno = ERRNO_SENTINEL;
+    if (second) {
+        second[0] = 2;
+        char *grown = kept_errno(T_REALLOC(second, 2 * mapped));
+        if (grown) {
+            CHECK(grown[0] == 2);
+            second = grown;
+        }
+        grown = kept_errno(T_REALLOC(first, 2 * mapped + 4096));
+        if (grown)
+            first = grown;
+    }
+    freed_keeps_errno(second);
+    freed_keeps_errno(first);
+    T_MALLOC_TRIM(0);
+    errno_changed += errno != ERRNO_SENTINEL;
+    CHECK(errno_changed == 0);
+}
+
 static void blocks_do_not_overlap(void)
 {
     enum { N = 5000 };
@@ -1077,5 +1144,6 @@ int main(void)
     RUN(blocks_of_emptied_superblocks_are_ignored);
     RUN(copies_of_stale_bytes_stay_live_blocks);
     RUN(blocks_do_not_overlap);
+    RUN(successful_calls_leave_errno);
     return test_exit_status();
 }
