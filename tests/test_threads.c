@@ -243,11 +243,11 @@ static bool concurrent_rss_from_start = true;
  * delay, reused meanwhile by the next round, so each collected the pages of all its
  * tenants (here 80-115 MiB at the end, 8-38 MiB of it grown after round 4); they go back
  * to the kernel at the exit now. The second barrier makes every round's 400 caches live
- * at once and exit together whatever the scheduler does, so what stays resident does not
- * depend on timing: the orphans (4 to 16 slots), at most 8 MiB of address space of chunks
- * freed at exits and not yet purged, the live blocks and glibc's stack cache (measured:
- * 10 MiB above the start, 0.5 MiB grown after round 4). The blocks must come back intact
- * wherever they were handed on.
+ * at once and exit together whatever the scheduler does, so what the exits leave resident
+ * does not depend on timing: the orphans (4 to 16 slots), at most 8 MiB of address space
+ * of chunks freed at exits and not yet purged, the live blocks and glibc's stack cache
+ * (measured once settled, below: 5-11 MiB above the start, -0.4 to +0.3 MiB grown after
+ * round 4). The blocks must come back intact wherever they were handed on.
  * The superblocks emptied by the frees of a round (not its exits) wait out the purge
  * delay as any freed chunk does, and a round takes about as long as the delay, so what
  * is resident when a round ends depends on where the last purge fell: 12.8 to 25 MiB in
