@@ -263,6 +263,15 @@ static LFH_NOINLINE void free_uncached(void *ptr, struct descriptor *desc,
         tcache_free_slow(ptr, desc);
 }
 
+/* The rest of freeing a live small block (ptr, desc) that the thread cache did not take:
+ * another thread owns the superblock, or this thread has no cache any more. */
+static LFH_NOINLINE void free_known_remote(void *ptr, struct descriptor *desc)
+{
+    STATS_ADD(STATS_REMOTE_FREES, 1);
+    STATS_ADD(STATS_REMOTE_BYTES, desc->block_size);
+    tcache_free_slow(ptr, desc);
+}
+
 /* Frees the block at ptr, whose descriptor is desc: free's path once it knows the block
  * (and realloc's and resize's for the block they leave, uncounted). */
 void api_free_known_block(void *ptr, struct descriptor *desc)
@@ -272,12 +281,8 @@ void api_free_known_block(void *ptr, struct descriptor *desc)
         large_free(ptr, desc);
         return;
     }
-    if (tcache_free(ptr, desc) == TCACHE_FREE_CACHED)
-        return;
-    /* Another thread owns the superblock (or this thread has no cache any more). */
-    STATS_ADD(STATS_REMOTE_FREES, 1);
-    STATS_ADD(STATS_REMOTE_BYTES, desc->block_size);
-    tcache_free_slow(ptr, desc);
+    if (tcache_free(ptr, desc) != TCACHE_FREE_CACHED)
+        free_known_remote(ptr, desc);
 }
 
 /* free and its sized and aligned forms in the statistics and debug builds, the general
@@ -454,6 +459,23 @@ static void zero_moved_tail(void *fresh, size_t copied, size_t size)
         memset((char *)fresh + copied, 0, end - copied);
 }
 
+/* The end of move_contents when the thread cache did not take the old block (ptr, desc;
+ * `small` if it is a small block and not the debug build's), out of line so that the
+ * common case needs no stack frame for the valgrind request. Only memcheck reads the
+ * free mark `fresh` got a copy of, and under memcheck no thread has a cache, so no
+ * cache takes the old block: asked on every move, it cost each moving realloc about 15
+ * instructions that do nothing. */
+static LFH_NOINLINE void moved_block_free(void *fresh, void *ptr, struct descriptor *desc,
+                                          size_t copied, bool small)
+{
+    if (copied >= 2 * sizeof(void *) && LFH_UNLIKELY(tcache_uncached()))
+        vgclient_copied_mark(fresh);
+    if (small)
+        free_known_remote(ptr, desc);
+    else
+        api_free_known_block(ptr, desc);
+}
+
 /* The end of a realloc that moves: the old block's first `kept` bytes (kept_bytes; at
  * most `size`) into fresh, the rest of its usable size zeroed if the block is
  * zero-filled (zero_moved_tail), and the old block (ptr, desc) freed. */
@@ -462,13 +484,15 @@ static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size
 {
     size_t copied = kept < size ? kept : size;
     memcpy(fresh, ptr, copied);
-    /* Only memcheck reads the request, and under memcheck no thread has a cache; asked
-     * everywhere, it cost each moving realloc about 15 instructions that do nothing. */
-    if (copied >= 2 * sizeof(void *) && LFH_UNLIKELY(tcache_uncached()))
-        vgclient_copied_mark(fresh);
     if (zero_fill)
         zero_moved_tail(fresh, copied, size);
-    api_free_known_block(ptr, desc);
+    /* A small block goes back as free's fast path would put it, inline: a call of
+     * api_free_known_block cost each moving realloc about 10 instructions more. The debug
+     * build's records need api_free_known_block's debug_died. */
+    bool small = !DEBUG_ENABLED && desc->class_index < HEAP_CLASS_LARGE;
+    if (LFH_LIKELY(small) && LFH_LIKELY(tcache_free(ptr, desc) == TCACHE_FREE_CACHED))
+        return fresh;
+    moved_block_free(fresh, ptr, desc, copied, small);
     return fresh;
 }
 
