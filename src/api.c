@@ -124,7 +124,7 @@ void *api_alloc_tracked(const struct heap_props *props, bool clear)
             return fail_nomem();
     }
     /* The debug build's block state (debug.h) in the record survives this. */
-    struct descriptor *desc = pagemap_desc_or_foreign(block);
+    struct descriptor *desc = pagemap_desc_of_own(block);
     heap_props_set(desc, block, props);
     debug_born(desc, block, size);
     /* Pages fresh from the kernel or decommitted read as zeros already. */
@@ -149,7 +149,7 @@ LFH_INLINE void *malloc_small_instrumented(size_t size, size_t *usable)
         return NULL;
     unsigned size_class = sizeclass_lookup[room] / SIZECLASS_STRIDE;
     uint32_t record = (uint32_t)size | HEAP_RECORD_MALLOC;
-    debug_born_small(pagemap_desc_or_foreign(block), block, size, record);
+    debug_born_small(pagemap_desc_of_own(block), block, size, record);
     *usable = sizeclass_block_size[size_class];
     return block;
 }
@@ -449,7 +449,7 @@ static inline size_t kept_bytes(const struct descriptor *desc, size_t request, b
  * size is the request. */
 static void zero_moved_tail(void *fresh, size_t copied, size_t size)
 {
-    struct descriptor *desc = pagemap_desc_or_foreign(fresh);
+    struct descriptor *desc = pagemap_desc_of_own(fresh);
     if (!DEBUG_ENABLED && desc->class_index == HEAP_CLASS_LARGE) {
         heap_large_zero_tail(desc, copied);
         return;
@@ -519,7 +519,7 @@ static void *realloc_tracked_small(void *ptr, struct descriptor *desc, uint32_t 
     void *fresh = tcache_alloc(heap_tracked_class(sizeclass_of(room)));
     if (!fresh)
         return NULL; /* errno is ENOMEM */
-    *heap_record_at(pagemap_desc_or_foreign(fresh), fresh) = flags | (uint32_t)size;
+    *heap_record_at(pagemap_desc_of_own(fresh), fresh) = flags | (uint32_t)size;
     return move_contents(fresh, ptr, desc, kept_bytes(desc, old_request, zero_fill), size,
                          zero_fill);
 }

@@ -37,10 +37,15 @@ static inline void *fail_nomem(void)
 
 /* Bytes of the block desc describes (ptr is its start: see api_block_descriptor); in the
  * secure build, less its tail canary or guard page. */
+static inline size_t small_usable_size(const struct descriptor *desc)
+{
+    return desc->block_size - SECURE_TAIL_BYTES;
+}
+
 static inline size_t usable_size(const struct descriptor *desc)
 {
     return desc->class_index == HEAP_CLASS_LARGE ? desc->size - SECURE_GUARD_BYTES
-                                                 : desc->block_size - SECURE_TAIL_BYTES;
+                                                 : small_usable_size(desc);
 }
 
 /* Bytes a block needs for a request (at most PTRDIFF_MAX): the debug build's canary after
@@ -56,7 +61,7 @@ LFH_INLINE void *counted(enum lfh_stats_routine routine, size_t request, void *b
 {
     if (STATS_ENABLED)
         stats_count_alloc(routine, request,
-                          block ? usable_size(pagemap_desc_or_foreign(block)) : 0);
+                          block ? usable_size(pagemap_desc_of_own(block)) : 0);
     return block;
 }
 
@@ -66,7 +71,7 @@ LFH_INLINE void *counted_resize(enum lfh_stats_routine routine, size_t request, 
 {
     if (STATS_ENABLED)
         stats_count_resize(routine, request, old_usable,
-                           block ? usable_size(pagemap_desc_or_foreign(block)) : 0);
+                           block ? usable_size(pagemap_desc_of_own(block)) : 0);
     return block;
 }
 
@@ -147,9 +152,9 @@ LFH_INLINE void *tracked_small_take(size_t bytes, uint32_t record, size_t *usabl
     else
         return NULL;
     if (LFH_LIKELY(block != NULL)) {
-        struct descriptor *desc = pagemap_desc_or_foreign(block);
+        struct descriptor *desc = pagemap_desc_of_own(block);
         *heap_record_at(desc, block) = (uint32_t)bytes | record;
-        *usable = usable_size(desc);
+        *usable = small_usable_size(desc);
     }
     return block;
 }

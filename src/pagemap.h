@@ -50,14 +50,10 @@ struct pagemap {
 
 extern struct pagemap pagemap;
 
-/* The descriptor of the page holding `ptr`, or &pagemap.foreign if lfheap does not own
- * that page (also for NULL and for addresses at or above OS_ADDRESS_LIMIT). */
-LFH_INLINE struct descriptor *pagemap_desc_or_foreign(const void *ptr)
+/* The lookup of an address below 2^OS_ADDRESS_BITS: its descriptor, or &pagemap.foreign. */
+LFH_INLINE struct descriptor *pagemap_lookup(uintptr_t addr)
 {
-    uintptr_t addr = (uintptr_t)ptr;
     uintptr_t root_index = addr >> PAGEMAP_LEAF_SHIFT;
-    if (LFH_UNLIKELY(root_index >= PAGEMAP_ROOT_SIZE))
-        return &pagemap.foreign;
     /* Acquire pairs with the release CAS that installs a leaf: the leaf's mapping is
      * complete before its address can be seen (a plain load on x86-64, ldar on
      * aarch64, of a word that never changes once set). */
@@ -72,6 +68,23 @@ LFH_INLINE struct descriptor *pagemap_desc_or_foreign(const void *ptr)
     uintptr_t entry =
         atomic_load_explicit(&leaf[(uint32_t)addr >> PAGEMAP_PAGE_SHIFT], memory_order_relaxed);
     return (struct descriptor *)((char *)&pagemap.foreign + entry);
+}
+
+/* The descriptor of the page holding `ptr`, or &pagemap.foreign if lfheap does not own
+ * that page (also for NULL and for addresses at or above OS_ADDRESS_LIMIT). */
+LFH_INLINE struct descriptor *pagemap_desc_or_foreign(const void *ptr)
+{
+    if (LFH_UNLIKELY((uintptr_t)ptr >> PAGEMAP_LEAF_SHIFT >= PAGEMAP_ROOT_SIZE))
+        return &pagemap.foreign;
+    return pagemap_lookup((uintptr_t)ptr);
+}
+
+/* The descriptor of a block lfheap itself just allocated, for its record or usable size:
+ * it lies below 2^OS_ADDRESS_BITS (os_map's promise), so the bound test of
+ * pagemap_desc_or_foreign, two instructions of every calloc, is not needed. */
+LFH_INLINE struct descriptor *pagemap_desc_of_own(const void *block)
+{
+    return pagemap_lookup((uintptr_t)block);
 }
 
 /* The descriptor of the page holding `ptr`, or NULL if lfheap does not own that page. */
