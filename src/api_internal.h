@@ -35,13 +35,15 @@ static inline void *fail_nomem(void)
     return NULL;
 }
 
-/* Bytes of the block desc describes (ptr is its start: see api_block_descriptor); in the
- * secure build, less its tail canary or guard page. */
+/* Bytes of a small block of the superblock desc describes; in the secure build, less its
+ * tail canary. */
 static inline size_t small_usable_size(const struct descriptor *desc)
 {
     return desc->block_size - SECURE_TAIL_BYTES;
 }
 
+/* Bytes of the block desc describes (ptr is its start: see api_block_descriptor); in the
+ * secure build, less its tail canary or guard page. */
 static inline size_t usable_size(const struct descriptor *desc)
 {
     return desc->class_index == HEAP_CLASS_LARGE ? desc->size - SECURE_GUARD_BYTES
