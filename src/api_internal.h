@@ -62,8 +62,7 @@ static inline size_t block_room(size_t request)
 LFH_INLINE void *counted(enum lfh_stats_routine routine, size_t request, void *block)
 {
     if (STATS_ENABLED)
-        stats_count_alloc(routine, request,
-                          block ? usable_size(pagemap_desc_of_own(block)) : 0);
+        stats_count_alloc(routine, request, block ? usable_size(pagemap_desc_of_own(block)) : 0);
     return block;
 }
 
