@@ -79,7 +79,7 @@ die() {
     exit 2
 }
 
-for tool in gcc g++ make tar xz timeout ar; do
+for tool in gcc g++ make tar xz timeout ar setsid pkill; do
     command -v $tool >/dev/null || die "needs $tool"
 done
 
@@ -378,10 +378,17 @@ start() {
         mapfile -t extra < <(glibc_env "$name" "$build")
         env+=(TIMEOUTFACTOR=10 "${extra[@]}")
     fi
+    # Each run is a session of its own (setsid), whose id it writes to LOGS/ID.sid: glibc's
+    # test driver puts the test in a process group of its own, out of reach of timeout's
+    # kill, and a test left running would load every later one. So whatever of the
+    # session outlives the run is killed by the session's id.
     (
         cd "$WORK/build/$suite" &&
-            timeout -k 10 "$TIMEOUT" env "${env[@]}" "$@" >"$LOGS/$id.log" 2>&1
+            setsid --wait sh -c 'echo $$ >"$0" && exec "$@"' "$LOGS/$id.sid" \
+                timeout -k 10 "$TIMEOUT" env "${env[@]}" "$@" >"$LOGS/$id.log" 2>&1
         echo $? >"$LOGS/$id.status.tmp"
+        sid=$(cat "$LOGS/$id.sid" 2>/dev/null)
+        [ -n "$sid" ] && pkill -KILL -s "$sid"
         mv "$LOGS/$id.status.tmp" "$LOGS/$id.status"
     ) &
 }
