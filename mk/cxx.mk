@@ -33,6 +33,11 @@ $(BUILD)/t-cxx/test_cxx_c: tests/test_cxx_c.c tests/testutil.h include/lfheap.h 
 $(BUILD)/t-cxx/libtest_cxx_plugin.so: tests/test_cxx_plugin.cc mk/cxx.mk
 	@mkdir -p $(@D)
 	$(CXX) -std=c++17 $(WARN) -O1 $(DEBUG_INFO) -fPIC -shared $< -o $@
+# The debug build's unfreed report in a C++ program (tests/suites/statsdebug.sh).
+$(BUILD)/t-plain/cxx_unfreed: tests/cxx_unfreed.cc mk/cxx.mk
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 $(WARN) -O1 $(DEBUG_INFO) $< -o $@
+TEST_BINS += $(BUILD)/t-plain/cxx_unfreed
 TEST_BINS += $(BUILD)/t-cxx/test_cxx $(BUILD)/t-cxx/test_cxx_static \
              $(BUILD)/t-cxx/test_cxx_clang $(BUILD)/t-plain/test_cxx $(BUILD)/t-cxx/test_cxx_c \
              $(BUILD)/t-cxx/libtest_cxx_plugin.so

@@ -241,3 +241,20 @@ if cmp -s "$tmp/ls.debug" "$tmp/ls.glibc" && only_reports "$tmp/ls.err" "unfreed
 else
     echo "FAIL ls-stats-debug"
 fi
+
+# A C++ program on the debug libraries: libstdc++'s emergency pool for exceptions, which
+# it never frees, is not reported; a 1,000-byte array the program leaves is, exactly.
+for v in debug stats-debug; do
+    for mode in clean leak; do
+        LD_PRELOAD=$B/liblfheap-$v.so "$B/t-plain/cxx_unfreed" $mode 2> "$tmp/cxx.err"
+        status=$?
+        reports=$(grep '^lfheap: ' "$tmp/cxx.err")
+        want=""
+        [ $mode = leak ] && want="lfheap: unfreed storage: 1,000 bytes requested and not freed at exit (1,000 unfreed, 0 declared by malloc_unfreed)"
+        if [ $status -eq 0 ] && [ "$reports" = "$want" ]; then
+            pass "cxx-unfreed-$mode-$v"
+        else
+            fail "cxx-unfreed-$mode-$v" "status $status: $reports"
+        fi
+    done
+done
