@@ -34,9 +34,9 @@ $(BUILD)/t-cxx/libtest_cxx_plugin.so: tests/test_cxx_plugin.cc mk/cxx.mk
 	@mkdir -p $(@D)
 	$(CXX) -std=c++17 $(WARN) -O1 $(DEBUG_INFO) -fPIC -shared $< -o $@
 # The debug build's unfreed report in a C++ program (tests/suites/statsdebug.sh).
-$(BUILD)/t-plain/cxx_unfreed: tests/cxx_unfreed.cc mk/cxx.mk
+$(BUILD)/t-plain/cxx_unfreed: tests/cxx_unfreed.cc tests/testutil.h mk/cxx.mk
 	@mkdir -p $(@D)
-	$(CXX) -std=c++17 $(WARN) -O1 $(DEBUG_INFO) $< -o $@
+	$(CXX) $(CXX_TEST_FLAGS) -DTEST_PLAIN $< -o $@
 TEST_BINS += $(BUILD)/t-plain/cxx_unfreed
 TEST_BINS += $(BUILD)/t-cxx/test_cxx $(BUILD)/t-cxx/test_cxx_static \
              $(BUILD)/t-cxx/test_cxx_clang $(BUILD)/t-plain/test_cxx $(BUILD)/t-cxx/test_cxx_c \

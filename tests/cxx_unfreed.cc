@@ -5,8 +5,11 @@
  * frees them all: no report. `cxx_unfreed leak` also leaves one 1,000-byte array: the
  * report names exactly those bytes. Run with the debug library preloaded by
  * tests/suites/statsdebug.sh, which reads the reports; the exit status says whether the
- * program's own work came out right.
+ * program's own work came out right (and, as for every plain test program, whether lfheap
+ * was its allocator: tests/testutil.h).
  */
+#include "testutil.h"
+
 #include <cstring>
 #include <stdexcept>
 #include <string>
