@@ -37,10 +37,9 @@ $(BUILD)/t-cxx/libtest_cxx_plugin.so: tests/test_cxx_plugin.cc mk/cxx.mk
 $(BUILD)/t-plain/cxx_unfreed: tests/cxx_unfreed.cc tests/testutil.h mk/cxx.mk
 	@mkdir -p $(@D)
 	$(CXX) $(CXX_TEST_FLAGS) -DTEST_PLAIN $< -o $@
-TEST_BINS += $(BUILD)/t-plain/cxx_unfreed
 TEST_BINS += $(BUILD)/t-cxx/test_cxx $(BUILD)/t-cxx/test_cxx_static \
              $(BUILD)/t-cxx/test_cxx_clang $(BUILD)/t-plain/test_cxx $(BUILD)/t-cxx/test_cxx_c \
-             $(BUILD)/t-cxx/libtest_cxx_plugin.so
+             $(BUILD)/t-cxx/libtest_cxx_plugin.so $(BUILD)/t-plain/cxx_unfreed
 
 ifeq ($(HAVE_LIBCXX),yes)
 $(BUILD)/t-cxx/test_cxx_libcxx: $(CXX_TEST_DEPS) $(BUILD)/liblfheap.so
