@@ -4,11 +4,12 @@
  * superblock). Memory comes in arenas: aligned 64 MiB regions, each managed by one NBBS
  * instance (buddy.c), added lazily as the heap grows; several instances spread
  * contention, as the NBBS paper recommends. Superblocks are power-of-two chunks of an
- * arena; a large block up to ARENA_MAX_CHUNK is a run: 5/8, 6/8, 7/8 or all of a chunk,
- * made of the chunk's leading buddy chunks, the rest of the chunk staying free in its
- * buddy, so that a fresh run holds less than a quarter more than its request (a reused
- * one at most ARENA_LARGE_REUSE_MAX times it: arena_alloc_large). Anything larger
- * is mapped from the OS directly by the heap.
+ * arena (or freed runs, when those pile up: arena_alloc); a large block up to
+ * ARENA_MAX_CHUNK is a run: 5/8, 6/8, 7/8 or all of a chunk, made of the chunk's leading
+ * buddy chunks, the rest of the chunk staying free in its buddy, so that a fresh run
+ * holds less than a quarter more than its request (a reused one at most
+ * ARENA_LARGE_REUSE_MAX times it: arena_alloc_large). Anything larger is mapped from the
+ * OS directly by the heap.
  *
  * A freed chunk or run does not go back to its buddy at once: it waits, still dirty, on a
  * lock-free stack per run size, where the next request of that size takes it without a
@@ -35,9 +36,13 @@
 size_t arena_chunk_size(size_t size);
 
 /* A chunk of arena_chunk_size(size) bytes aligned to that size, for size up to
- * ARENA_MAX_CHUNK; *zeroed says whether it is known to read as zeros. NULL when no
- * arena can be mapped. */
-void *arena_alloc(size_t size, bool *zeroed);
+ * ARENA_MAX_CHUNK, or, when none of that size waits freed but a bigger freed run does
+ * and freed runs pile up (16 MiB or more), that run, of up to ARENA_SUPERBLOCK_REUSE_MAX
+ * times the chunk: *chunk_size says which
+ * (a superblock then holds more blocks). *zeroed says whether it is known to read as
+ * zeros. NULL when no arena can be mapped. */
+#define ARENA_SUPERBLOCK_REUSE_MAX 4
+void *arena_alloc(size_t size, bool *zeroed, size_t *chunk_size);
 
 /* The run size a large block of `size` bytes (up to ARENA_MAX_CHUNK) gets: the smallest
  * of 5/8, 6/8, 7/8 or 8/8 of arena_chunk_size(size) that holds it, less than a quarter
@@ -59,8 +64,9 @@ size_t arena_large_size(size_t size);
  * be mapped. */
 void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size);
 
-/* Gives back a chunk from arena_alloc(size) (any size that rounds up to the same power
- * of two) or a run of arena_alloc_large's *chunk_size bytes. */
+/* Gives back a chunk of arena_alloc's or arena_alloc_large's *chunk_size bytes (or, for
+ * arena_alloc's chunks of their own size, any size that rounds up to the same power of
+ * two). */
 void arena_free(void *chunk, size_t size);
 /* arena_free for a superblock's chunk: its purge is not scored against the fresh large
  * runs that follow (a purge's score, arena.c). */

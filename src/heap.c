@@ -231,9 +231,11 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     if (!d)
         return false;
     unsigned size_class = heap_size_class(cls);
-    size_t size = sizeclass_superblock_size(size_class);
+    size_t size;
     bool zeroed;
-    char *start = arena_alloc(size, &zeroed);
+    /* The chunk may be a freed run bigger than the class's superblock size (arena_alloc):
+     * the superblock is as big as the chunk, and everything below reads its size. */
+    char *start = arena_alloc(sizeclass_superblock_size(size_class), &zeroed, &size);
     if (!start) {
         desc_retire(d);
         return false;

@@ -53,7 +53,8 @@ LFH_INLINE unsigned sizeclass_of(size_t size)
     return SIZECLASS_TABLE_CLASSES + (g - 10u) * SIZECLASS_PER_DOUBLING + k + past_ninth;
 }
 
-/* Bytes of the superblock that holds blocks of `cls` (a power of two). */
+/* Bytes of a new superblock of `cls` (a power of two); one set up in a bigger freed run
+ * holds the whole run (arena_alloc). */
 size_t sizeclass_superblock_size(unsigned cls);
 
 /* Small blocks are aligned to their class size's largest power-of-two factor, up to

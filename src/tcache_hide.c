@@ -8,6 +8,7 @@
  */
 #include "tcache.h"
 
+#include "arena.h"
 #include "heap.h"
 #include "pagemap.h"
 #include "sizeclass.h"
@@ -146,7 +147,8 @@ bool tcache_exit_hidden(struct tcache *tc)
         tc->cold[cls].spare = NULL;
         char *end = hidden_outer.bump_end[cls];
         if (bin->bump && end > bin->bump &&
-            (size_t)(end - bin->bump) <= sizeclass_superblock_size(heap_size_class(cls))) {
+            (size_t)(end - bin->bump) <=
+                ARENA_SUPERBLOCK_REUSE_MAX * sizeclass_superblock_size(heap_size_class(cls))) {
             blocks += (uint64_t)(end - bin->bump) / bin->block_size;
             bytes += (uint64_t)(end - bin->bump);
         }

@@ -47,6 +47,16 @@ static int stamped(const char *p, size_t size, uint64_t value)
     return 1;
 }
 
+/* arena_alloc where the test knows that no bigger freed run waits: the chunk is of the
+ * request's own size. */
+static char *own_chunk(size_t size, bool *zeroed)
+{
+    size_t got = 0;
+    char *p = arena_alloc(size, zeroed, &got);
+    CHECK(!p || got == arena_chunk_size(size));
+    return p;
+}
+
 static void *worker(void *arg)
 {
     uint64_t id = (uintptr_t)arg;
@@ -70,7 +80,7 @@ static void *worker(void *arg)
             size += (size_t)(r >> 20) % size;
             p = arena_alloc_large(size, &zeroed, &run);
         } else {
-            p = arena_alloc(size, &zeroed);
+            p = arena_alloc(size, &zeroed, &run); /* its size, or a freed bigger run */
         }
         if (!p || ((uintptr_t)p & (arena_chunk_size(size) - 1))) {
             atomic_fetch_add(&corrupt, 1);
@@ -123,7 +133,7 @@ static void everything_coalesces_after_purge(void)
     int got = 0;
     bool zeroed;
     for (; got < 64; got++) {
-        whole[got] = arena_alloc(ARENA_MAX_CHUNK, &zeroed);
+        whole[got] = own_chunk(ARENA_MAX_CHUNK, &zeroed);
         if (!whole[got] || !zeroed)
             break;
     }
@@ -136,15 +146,15 @@ static void everything_coalesces_after_purge(void)
 static void dirty_chunks_are_reused(void)
 {
     bool zeroed;
-    char *a = arena_alloc(64 * 1024, &zeroed);
+    char *a = own_chunk(64 * 1024, &zeroed);
     REQUIRE(a);
     memset(a, 0x5c, 64 * 1024);
     arena_free(a, 64 * 1024);
-    char *b = arena_alloc(60 * 1024, &zeroed); /* same chunk size: the dirty one */
+    char *b = own_chunk(60 * 1024, &zeroed); /* same chunk size: the dirty one */
     CHECK(b == a && !zeroed && b[100] == 0x5c);
     arena_free(b, 60 * 1024);
     CHECK(arena_purge_all() >= 1);
-    char *c = arena_alloc(64 * 1024, &zeroed); /* purged: comes back zeroed */
+    char *c = own_chunk(64 * 1024, &zeroed); /* purged: comes back zeroed */
     REQUIRE(c);
     CHECK(zeroed && c[100] == 0);
     arena_free(c, 64 * 1024);
@@ -165,7 +175,7 @@ static void *row_worker(void *arg)
 {
     struct row_thread *t = arg;
     bool zeroed;
-    t->freed = arena_alloc(64 * 1024, &zeroed);
+    t->freed = own_chunk(64 * 1024, &zeroed);
     if (t->freed)
         memset(t->freed, 0x3c + t->order, 64 * 1024);
     for (int step = 0; step < 4; step++) {
@@ -173,7 +183,7 @@ static void *row_worker(void *arg)
         if (step / 2 == 0 && step % 2 == t->order && t->freed)
             arena_free(t->freed, 64 * 1024);
         if (step / 2 == 1 && step % 2 == t->order)
-            t->reused = arena_alloc(64 * 1024, &t->reused_zeroed);
+            t->reused = own_chunk(64 * 1024, &t->reused_zeroed);
     }
     return NULL;
 }
@@ -181,7 +191,7 @@ static void *row_worker(void *arg)
 static void *alloc_worker(void *arg)
 {
     struct row_thread *t = arg;
-    t->reused = arena_alloc(64 * 1024, &t->reused_zeroed);
+    t->reused = own_chunk(64 * 1024, &t->reused_zeroed);
     return NULL;
 }
 
@@ -219,7 +229,7 @@ static void level_wrongly_marked_full_maps_no_arena(void)
 {
     REQUIRE(arena_mapped() <= 1);
     bool zeroed;
-    char *c = arena_alloc(64 * 1024, &zeroed);
+    char *c = own_chunk(64 * 1024, &zeroed);
     REQUIRE(c && arena_mapped() == 1);
     arena_free(c, 64 * 1024);
     REQUIRE(arena_purge_all() >= 1); /* free inside its buddy again */
@@ -227,7 +237,7 @@ static void level_wrongly_marked_full_maps_no_arena(void)
     unsigned level = b->size_shift - 16;
     atomic_store(&b->full_at[level], atomic_load(&b->release_count) + 1);
     CHECK(buddy_alloc_unless_full(b, 64 * 1024) == NULL); /* the mark is trusted */
-    char *again = arena_alloc(64 * 1024, &zeroed);
+    char *again = own_chunk(64 * 1024, &zeroed);
     CHECK(again && arena_buddy(again) == b && arena_mapped() == 1);
     if (again)
         arena_free(again, 64 * 1024);
@@ -272,7 +282,7 @@ static void run_tails_are_reused(void)
     char *eight[5];
     int in_tail = 0;
     for (int i = 0; i < 5; i++) {
-        eight[i] = arena_alloc(8 * MIB, &zeroed);
+        eight[i] = own_chunk(8 * MIB, &zeroed);
         REQUIRE(eight[i]);
         in_tail += eight[i] == a + 24 * MIB;
         CHECK(eight[i] + 8 * MIB <= a || eight[i] >= a + run); /* never inside the run */
@@ -315,6 +325,53 @@ static void freed_runs_are_reused_whole_and_extended(void)
     arena_purge_all();
 }
 
+/* A chunk for a superblock takes a freed run up to four times its size
+ * (ARENA_SUPERBLOCK_REUSE_MAX) when none of its own size waits and freed runs pile up (16 MiB
+ * or more): the run whole, its pages as the previous tenant left them; its own size first
+ * when both wait; nothing bigger; and with little freed memory waiting, a fresh chunk. */
+static void superblock_chunks_take_bigger_freed_runs(void)
+{
+    arena_purge_all();
+    bool zeroed;
+    size_t run, got = 0;
+    char *big = arena_alloc_large(200 * 1024, &zeroed, &run); /* 224 KiB: 7/8 of 256 */
+    REQUIRE(big);
+    CHECK(run == 224 * 1024);
+    memset(big, 0x4d, run);
+    arena_free(big, run);
+    char *fresh = arena_alloc(64 * 1024, &zeroed, &got); /* 224 KiB alone wait: too little */
+    REQUIRE(fresh);
+    CHECK(got == 64 * 1024 && zeroed && (fresh + got <= big || fresh >= big + run));
+    size_t pile_run;
+    char *pile = arena_alloc_large(16 * MIB, &zeroed, &pile_run); /* too big to be taken */
+    REQUIRE(pile);
+    arena_free(pile, pile_run);
+    arena_free(fresh, 64 * 1024);
+    char *a = arena_alloc(64 * 1024, &zeroed, &got); /* both wait: its own size */
+    CHECK(a == fresh && got == 64 * 1024 && !zeroed);
+    char *b = arena_alloc(64 * 1024, &zeroed, &got); /* only the bigger run waits */
+    CHECK(b == big && got == 224 * 1024 && !zeroed);
+    CHECK(b && b[0] == 0x4d && b[got - 1] == 0x4d);
+    if (a)
+        arena_free(a, 64 * 1024);
+    if (b)
+        arena_free(b, got);
+    arena_purge_all();
+    /* 384 KiB (6/8 of 512) is more than four times 64 KiB: a fresh chunk instead */
+    char *huge = arena_alloc_large(380 * 1024, &zeroed, &run);
+    REQUIRE(huge);
+    CHECK(run == 384 * 1024);
+    pile = arena_alloc_large(16 * MIB, &zeroed, &pile_run);
+    REQUIRE(pile);
+    arena_free(pile, pile_run);
+    arena_free(huge, run);
+    char *c = arena_alloc(64 * 1024, &zeroed, &got);
+    REQUIRE(c);
+    CHECK(got == 64 * 1024 && zeroed && (c + got <= huge || c >= huge + run));
+    arena_free(c, got);
+    arena_purge_all();
+}
+
 int main(void)
 {
     RUN(level_wrongly_marked_full_maps_no_arena);
@@ -323,6 +380,7 @@ int main(void)
     RUN(large_runs_hold_at_most_a_quarter_more);
     RUN(run_tails_are_reused);
     RUN(freed_runs_are_reused_whole_and_extended);
+    RUN(superblock_chunks_take_bigger_freed_runs);
     RUN(concurrent_chunks_with_purges);
     RUN(everything_coalesces_after_purge);
     return test_exit_status();

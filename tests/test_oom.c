@@ -107,10 +107,10 @@ static bool arenas_whole(void)
     for (size_t size = ARENA_SIZE; size >= OS_PAGE_SIZE && zeroed; size /= 2) {
         unsigned want = arena_mapped_of(size);
         for (unsigned i = 0; i < want && got < 4096 && zeroed; i++) {
-            whole[got] = arena_alloc(size, &zeroed);
+            whole[got] = arena_alloc(size, &zeroed, &whole_size[got]);
             if (!whole[got])
                 break;
-            whole_size[got++] = size;
+            got++;
         }
     }
     os_fault_stats(&after);

@@ -25,6 +25,11 @@
  * (arena.c, free_stamp). Scoring the superblocks' purge left sqlite3 at 57 MiB instead
  * of 45 MiB.
  *
+ * `test_purge superruns` (run with a purge delay of a minute, so that nothing is purged
+ * meanwhile): with more than 16 MiB of large blocks' runs freed and waiting, new
+ * superblocks take those runs (their pages still resident) rather than fresh chunks, and
+ * the small blocks carved from them are whole and distinct (arena.c, arena_alloc).
+ *
  * `test_purge keeps` (run with LFHEAP_PURGE_MS set to what is no number of milliseconds:
  * empty, a word, a negative number, a number with a unit): the setting is ignored and the
  * default delay of 250 ms holds, so a freed 8 MiB block is still resident right after its
@@ -43,6 +48,7 @@
 #include "testutil.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -519,8 +525,52 @@ static void bad_setting_keeps_the_default_delay(void)
     CHECK(timely > 0);
 }
 
+enum { SR_RUNS = 96, SR_RUN_BLOCK = 200 << 10, SR_SMALLS = 20000, SR_SMALL = 48 };
+static char *sr_runs[SR_RUNS];
+static unsigned char *sr_smalls[SR_SMALLS];
+
+static bool in_freed_run(const void *p)
+{
+    for (unsigned i = 0; i < SR_RUNS; i++)
+        if ((const char *)p >= sr_runs[i] && (const char *)p < sr_runs[i] + SR_RUN_BLOCK)
+            return true;
+    return false;
+}
+
+static void superblocks_take_freed_runs(void)
+{
+    for (unsigned i = 0; i < SR_RUNS; i++) {
+        sr_runs[i] = malloc(SR_RUN_BLOCK);
+        REQUIRE(sr_runs[i]);
+        memset(sr_runs[i], 0x6b, SR_RUN_BLOCK);
+    }
+    for (unsigned i = 0; i < SR_RUNS; i++)
+        free(sr_runs[i]); /* 96 runs of 224 KiB wait: 21 MiB */
+    unsigned inside = 0;
+    for (unsigned i = 0; i < SR_SMALLS; i++) {
+        sr_smalls[i] = malloc(SR_SMALL);
+        REQUIRE(sr_smalls[i]);
+        memset(sr_smalls[i], (int)(i & 0xff), SR_SMALL);
+        inside += in_freed_run(sr_smalls[i]);
+    }
+    printf("# %u of %u small blocks in freed runs\n", inside, (unsigned)SR_SMALLS);
+    /* All but those of a superblock the class may have had before. */
+    CHECK(inside >= SR_SMALLS / 2);
+    for (unsigned i = 0; i < SR_SMALLS; i++) {
+        bool whole = true;
+        for (unsigned k = 0; k < SR_SMALL; k++)
+            whole &= sr_smalls[i][k] == (unsigned char)(i & 0xff);
+        CHECK(whole);
+        free(sr_smalls[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "superruns") == 0) {
+        RUN(superblocks_take_freed_runs);
+        return test_exit_status();
+    }
     if (argc > 1 && strcmp(argv[1], "keeps") == 0) {
         RUN(bad_setting_keeps_the_default_delay);
         return test_exit_status();

@@ -36,6 +36,9 @@ run purge-preloaded env LD_PRELOAD="$lib" build/t-plain/test_purge
 run purge-at-exit-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge exit
 run purge-at-large-only-exit-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" \
     build/t-plain/test_purge exitlarge
+# Freed large runs piled up: new superblocks take them (a minute's delay: none is purged).
+run purge-superblocks-take-runs-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" \
+    build/t-plain/test_purge superruns
 # A pool rebuilt again and again keeps its memory for the next pool, until the delay (1 s).
 run purge-pool-rebuild-preloaded env LFHEAP_PURGE_MS=1000 LD_PRELOAD="$lib" build/t-plain/test_purge rebuild
 # Freed runs a program's new sizes cannot use go back early (after 1/16 of a 3.2 s delay).
