@@ -36,11 +36,10 @@
 size_t arena_chunk_size(size_t size);
 
 /* A chunk of arena_chunk_size(size) bytes aligned to that size, for size up to
- * ARENA_MAX_CHUNK, or, when none of that size waits freed but a bigger freed run does
- * and freed runs pile up (16 MiB or more), that run, of up to ARENA_SUPERBLOCK_REUSE_MAX
- * times the chunk: *chunk_size says which
- * (a superblock then holds more blocks). *zeroed says whether it is known to read as
- * zeros. NULL when no arena can be mapped. */
+ * ARENA_MAX_CHUNK; or, when none of that size waits freed, freed runs pile up (16 MiB or
+ * more) and a bigger one of up to ARENA_SUPERBLOCK_REUSE_MAX times the chunk waits, that
+ * run (a superblock then holds more blocks). *chunk_size says which, *zeroed whether it
+ * is known to read as zeros. NULL when no arena can be mapped. */
 #define ARENA_SUPERBLOCK_REUSE_MAX 4
 void *arena_alloc(size_t size, bool *zeroed, size_t *chunk_size);
 
