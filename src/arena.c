@@ -79,6 +79,7 @@ struct arena {
     struct arena *older;                    /* next on the list; set before the push */
     _Atomic uintptr_t next[ARENA_PAGES];    /* dirty-stack link of the chunk at a page */
     _Atomic uint32_t freed_ms[ARENA_PAGES]; /* that chunk's free stamp (free_stamp) */
+    _Atomic uint64_t tail[ARENA_PAGES];     /* the tail word of the run at a page (tails) */
 };
 
 /* A freed chunk's stamp: the millisecond it was freed, rounded down to an odd one if the
@@ -396,6 +397,195 @@ static char *dirty_take_all(unsigned row, unsigned cls)
     return dirty_top(old, order);
 }
 
+/* ---- tails of reused runs ----------------------------------------------------------- */
+
+/* A large block that takes a freed run more than a quarter bigger than itself
+ * (arena_alloc_large) is given only its extent, arena_large_size(size) bytes of the run;
+ * the rest, the run's tail, keeps the pages its earlier tenants left resident, which the
+ * block never uses. Taking such runs saves `large` most of its page faults, but a block
+ * that then lives long kept those pages for nothing: git repack peaked at 145 MB against
+ * glibc's 122 (docs/BENCHMARKS.md, "Large blocks"). So the run is registered, and the
+ * purge that finds its block alive a purge delay later decommits the tail; a block freed
+ * sooner (nearly every one in `large`) cost its registration only.
+ *
+ * The run's tail word (struct arena, tail[] at its first page) says where it stands, with
+ * the block's extent and the run's size in pages and the millisecond of the registration:
+ *   TAIL_NONE      no registered block: every other run, and a run once its block is freed;
+ *   TAIL_PENDING   a live block whose tail was not decommitted yet;
+ *   TAIL_TRIMMING  a purge has claimed the tail and is decommitting it;
+ *   TAIL_TRIMMED   a live block whose tail was decommitted (or the kernel refused to);
+ *   TAIL_FREED     the block was freed while its tail was being decommitted: the purge
+ *                  that claimed it gives the run back when its system call is done.
+ * Invariants: a run whose word is PENDING, TRIMMING or TRIMMED holds a live block and is on
+ * no stack; only the purge that moved the word to TRIMMING decommits the tail, and only
+ * while the word is TRIMMING or FREED. A free moves the word to NONE before its run goes on
+ * a stack, or, finding TRIMMING, to FREED, and leaves the run to the purge: nobody waits
+ * for a system call another thread makes. The slots are hints where to look, a run each;
+ * the word is the truth, so a slot left over from an earlier tenant is harmless: a purge
+ * reads the current tenant's word through it. This hand-off is lfheap's own: none of the
+ * four designs gives back part of a live block's run (docs/ARCHITECTURE.md, "Tails of
+ * reused runs"). */
+enum tail_state { TAIL_NONE, TAIL_PENDING, TAIL_TRIMMING, TAIL_TRIMMED, TAIL_FREED };
+
+#define TAIL_STATE_BITS 3
+#define TAIL_PAGES_BITS 16 /* up to 65,535 pages: an arena has 16,384 */
+#define TAIL_MS_SHIFT   (TAIL_STATE_BITS + 2 * TAIL_PAGES_BITS)
+#define TAIL_MS_MASK    (((uint32_t)1 << (64 - TAIL_MS_SHIFT)) - 1) /* 29 bits: 6 days */
+_Static_assert(ARENA_PAGES < (1u << TAIL_PAGES_BITS), "tail word: pages");
+
+static inline uint64_t tail_word(enum tail_state state, size_t extent, size_t run, uint32_t ms)
+{
+    return (uint64_t)state | (uint64_t)(extent / ARENA_MIN_CHUNK) << TAIL_STATE_BITS |
+           (uint64_t)(run / ARENA_MIN_CHUNK) << (TAIL_STATE_BITS + TAIL_PAGES_BITS) |
+           (uint64_t)(ms & TAIL_MS_MASK) << TAIL_MS_SHIFT;
+}
+
+static inline enum tail_state tail_state(uint64_t word)
+{
+    return (enum tail_state)(word & ((1u << TAIL_STATE_BITS) - 1));
+}
+
+static inline uint64_t tail_with_state(uint64_t word, enum tail_state state)
+{
+    return (word & ~(uint64_t)((1u << TAIL_STATE_BITS) - 1)) | state;
+}
+
+static inline size_t tail_extent(uint64_t word)
+{
+    return (size_t)(word >> TAIL_STATE_BITS & ((1u << TAIL_PAGES_BITS) - 1)) * ARENA_MIN_CHUNK;
+}
+
+static inline size_t tail_run(uint64_t word)
+{
+    return (size_t)(word >> (TAIL_STATE_BITS + TAIL_PAGES_BITS) & ((1u << TAIL_PAGES_BITS) - 1)) *
+           ARENA_MIN_CHUNK;
+}
+
+static inline uint32_t tail_age(uint64_t word, uint32_t now)
+{
+    return (now - (uint32_t)(word >> TAIL_MS_SHIFT)) & TAIL_MS_MASK;
+}
+
+/* Where the purges look for registered runs. A block that finds no free slot among
+ * TAIL_PROBES is not registered: it gets the whole run, as before registration existed,
+ * and its tail stays resident until it is freed. So at most TAIL_SLOTS blocks at a time
+ * (8 KiB of slots) have their tails given back while they live. */
+#define TAIL_SLOTS  1024
+#define TAIL_PROBES 8
+static _Atomic uintptr_t tail_slots[TAIL_SLOTS];
+static _Atomic unsigned tail_cursor;
+static _Atomic unsigned tail_slots_used; /* a glance for the purges: 0 skips the scan */
+
+static _Atomic uint64_t *tail_word_of(struct arena *a, const char *run)
+{
+    return &a->tail[chunk_page(a, run)];
+}
+
+/* Registers the run `run` of `run_size` bytes, just taken for a block of `extent` bytes;
+ * false if no slot was free. Relaxed on the cursor and the slot: they only say where to
+ * look (a purge that reads the slot before the word is stored finds TAIL_NONE and empties
+ * the slot: that block's tail then stays until its free, as an unregistered one's).
+ * Release on the word: a purge that reads it (acquire) and decommits the tail then comes
+ * after the earlier tenant's writes there, which reached this thread through the dirty
+ * stack's pop. */
+static bool tail_register(char *run, size_t extent, size_t run_size)
+{
+    unsigned first = atomic_fetch_add_explicit(&tail_cursor, 1, memory_order_relaxed);
+    for (unsigned i = 0; i < TAIL_PROBES; i++) {
+        _Atomic uintptr_t *slot = &tail_slots[(first + i) % TAIL_SLOTS];
+        uintptr_t empty = 0;
+        if (atomic_load_explicit(slot, memory_order_relaxed) != 0 ||
+            !atomic_compare_exchange_strong_explicit(slot, &empty, (uintptr_t)run,
+                                                     memory_order_relaxed, memory_order_relaxed))
+            continue;
+        atomic_fetch_add_explicit(&tail_slots_used, 1, memory_order_relaxed);
+        struct arena *a = arena_of(run);
+        atomic_store_explicit(tail_word_of(a, run),
+                              tail_word(TAIL_PENDING, extent, run_size, platform_now_ms()),
+                              memory_order_release);
+        return true;
+    }
+    return false;
+}
+
+/* The free of the block in `run` (arena_free's `size`, its extent if it was registered):
+ * the run's size to give back, or 0 if a purge is decommitting its tail and will give
+ * it back (TAIL_FREED). Acquire, on TAIL_TRIMMED: the purge's decommit comes before the
+ * run goes on a stack and to its next tenant; release, on TAIL_FREED: this thread's last
+ * steps with the block come before the purge's push. A failed CAS means a purge moved
+ * the word meanwhile; the loop takes its new value (lock-free: each retry follows
+ * another thread's progress). */
+static size_t tail_settle(struct arena *a, const char *run, size_t size)
+{
+    _Atomic uint64_t *word = tail_word_of(a, run);
+    uint64_t old = atomic_load_explicit(word, memory_order_acquire);
+    for (;;) {
+        enum tail_state state = tail_state(old);
+        if (state == TAIL_NONE)
+            return size;
+        LFH_INVARIANT("tail: the word of a live block's run", state != TAIL_FREED);
+        uint64_t new = state == TAIL_TRIMMING ? tail_with_state(old, TAIL_FREED) : 0;
+        if (atomic_compare_exchange_weak_explicit(word, &old, new, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return state == TAIL_TRIMMING ? 0 : tail_run(old);
+    }
+}
+
+static void run_freed(struct arena *a, void *chunk, size_t size, bool superblock);
+
+/* Decommits the tails of the registered blocks that lived `delay` ms (every one with
+ * force: malloc_trim), dropping the slots of blocks freed since; returns how many tails it
+ * claimed. Called by the purges, one at a time but for malloc_trim's (any overlap is safe:
+ * the claim is a CAS). */
+static size_t tails_trim(uint32_t now, uint32_t delay, bool force)
+{
+    size_t claimed = 0;
+    if (atomic_load_explicit(&tail_slots_used, memory_order_relaxed) == 0)
+        return 0;
+    for (unsigned i = 0; i < TAIL_SLOTS; i++) {
+        _Atomic uintptr_t *slot = &tail_slots[i];
+        uintptr_t run = atomic_load_explicit(slot, memory_order_relaxed);
+        if (run == 0)
+            continue;
+        struct arena *a = arena_of((char *)run);
+        _Atomic uint64_t *word = tail_word_of(a, (char *)run);
+        /* Acquire: pairs with the registration's release (see tail_register). */
+        uint64_t old = atomic_load_explicit(word, memory_order_acquire);
+        if (tail_state(old) == TAIL_PENDING && !force && tail_age(old, now) < delay)
+            continue;
+        /* Relaxed: the slot is a hint; whoever empties it accounts for it. */
+        if (!atomic_compare_exchange_strong_explicit(slot, &run, 0, memory_order_relaxed,
+                                                     memory_order_relaxed))
+            continue;
+        atomic_fetch_sub_explicit(&tail_slots_used, 1, memory_order_relaxed);
+        /* The claim. Relaxed: the word carries all the purge reads, and the tail's pages
+         * are not the block's (it never writes them). A failed CAS: the block was freed
+         * or its tail claimed through another slot meanwhile. */
+        if (tail_state(old) != TAIL_PENDING)
+            continue;
+        uint64_t trimming = tail_with_state(old, TAIL_TRIMMING);
+        if (!atomic_compare_exchange_strong_explicit(word, &old, trimming, memory_order_relaxed,
+                                                     memory_order_relaxed))
+            continue;
+        LFH_PARK(ARENA_TAIL_CLAIMED);
+        claimed++;
+        size_t extent = tail_extent(old), run_size = tail_run(old);
+        os_decommit((char *)run + extent, run_size - extent);
+        /* Release: the decommit comes before a later free's push of the run (acquire in
+         * tail_settle). Acquire on failure: the word is TAIL_FREED, and the freeing
+         * thread's steps come before this thread's push. */
+        if (atomic_compare_exchange_strong_explicit(word, &trimming,
+                                                    tail_with_state(old, TAIL_TRIMMED),
+                                                    memory_order_release, memory_order_acquire))
+            continue;
+        LFH_INVARIANT("tail: only a free moves a claimed tail", tail_state(trimming) == TAIL_FREED);
+        /* Relaxed: the push's release CAS publishes it with the run. */
+        atomic_store_explicit(word, 0, memory_order_relaxed);
+        run_freed(a, (char *)run, run_size, false);
+    }
+    return claimed;
+}
+
 /* ---- purging ---------------------------------------------------------------------- */
 
 /* Runs purge_class decommits together, sorted so that adjacent ones form one range. */
@@ -508,7 +698,7 @@ static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force
 
 size_t arena_purge_all(void)
 {
-    size_t released = 0;
+    size_t released = tails_trim(0, 0, true);
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
         released += purge_class(cls, 0, 0, true, NULL);
     os_retry();
@@ -551,6 +741,9 @@ size_t arena_release_free_huge_pages(void)
  * fresh large run may regret (purge_score_fresh). */
 static uint64_t purge_due(uint32_t now, uint32_t delay)
 {
+    /* Tails by the whole delay, also under pressure: a block's age says whether it lives
+     * long, and a shorter wait trims blocks that a moment later give their run back. */
+    tails_trim(now, purge_delay(), false);
     uint64_t released = 0;
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++) {
         bool large_released = false;
@@ -1295,12 +1488,19 @@ void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
         last++;
     void *p = arena_alloc_run(&cls, zeroed, size, last, true);
     *chunk_size = class_size(cls);
+    /* A freed run more than a quarter bigger than the block: the block gets its extent,
+     * and the tail's pages go back if it lives a purge delay (tails, above). A fresh
+     * run's tail is not resident (a whole chunk after lost carves: fresh_run). */
+    if (p && !*zeroed && class_size(cls) - size > size / 4 &&
+        tail_register(p, arena_large_size(size), class_size(cls)))
+        *chunk_size = arena_large_size(size);
     return p;
 }
 
-static void chunk_free(void *chunk, size_t size, bool superblock)
+/* Puts a run freed by its block (or by a purge that was decommitting its tail when the
+ * block was freed) on its stack. */
+static void run_freed(struct arena *a, void *chunk, size_t size, bool superblock)
 {
-    struct arena *a = arena_of(chunk);
     uint32_t now = platform_now_ms();
     /* Freed by a thread handing its cache back at exit: due at once (arena_prompt_end). */
     if (prompt_depth != 0)
@@ -1317,6 +1517,16 @@ static void chunk_free(void *chunk, size_t size, bool superblock)
          * arena_prompt_end) then finds the run on its stack. */
         atomic_fetch_add_explicit(&prompt_pending, class_size(cls), memory_order_release);
     }
+}
+
+static void chunk_free(void *chunk, size_t size, bool superblock)
+{
+    struct arena *a = arena_of(chunk);
+    /* A superblock's chunk is never registered (only arena_alloc_large registers). */
+    if (!superblock)
+        size = tail_settle(a, chunk, size);
+    if (size != 0)
+        run_freed(a, chunk, size, superblock);
     arena_tick();
 }
 

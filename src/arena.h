@@ -7,9 +7,10 @@
  * arena (or freed runs, when those pile up: arena_alloc); a large block up to
  * ARENA_MAX_CHUNK is a run: 5/8, 6/8, 7/8 or all of a chunk, made of the chunk's leading
  * buddy chunks, the rest of the chunk staying free in its buddy, so that a fresh run
- * holds less than a quarter more than its request (a reused one at most
- * ARENA_LARGE_REUSE_MAX times it: arena_alloc_large). Anything larger is mapped from the
- * OS directly by the heap.
+ * holds less than a quarter more than its request (a reused one up to
+ * ARENA_LARGE_REUSE_MAX times it, of which the block gets less than a quarter more than
+ * its request: arena_alloc_large). Anything larger is mapped from the OS directly by the
+ * heap.
  *
  * A freed chunk or run does not go back to its buddy at once: it waits, still dirty, on a
  * lock-free stack per run size, where the next request of that size takes it without a
@@ -53,14 +54,16 @@ size_t arena_large_size(size_t size);
 #define ARENA_LARGE_REUSE_MAX 3
 
 /* A run for a large block of `size` bytes, aligned to arena_chunk_size(size), and
- * *chunk_size its size: arena_large_size(size), or, when a freed run waits whose pages
- * its previous tenant left resident (reusing it costs no page faults, where a fresh run
- * faults in every page the block touches), that run: preferably one at most a quarter
- * bigger than `size`, else a smaller one extended over the free rest of its chunk (to
- * arena_large_size(size)), else one of at most ARENA_LARGE_REUSE_MAX * size bytes, whole
- * and as resident as it was. Rarely, when other threads keep taking parts of the chunks
- * it carves runs from, a whole chunk. *zeroed as for arena_alloc; NULL when no arena can
- * be mapped. */
+ * *chunk_size the bytes the block may use: arena_large_size(size), of a fresh run or,
+ * when a freed run waits whose pages its previous tenant left resident (reusing it costs
+ * no page faults, where a fresh run faults in every page the block touches), of that
+ * run: preferably one at most a quarter bigger than `size`, else a smaller one extended
+ * over the free rest of its chunk, else one of at most ARENA_LARGE_REUSE_MAX * size
+ * bytes, whose pages past the block's go back to the kernel if the block lives a purge
+ * delay (or at arena_purge_all). Only when too many such blocks live at once to be
+ * tracked (1,024), the whole bigger run; rarely, when other threads keep taking parts of
+ * the chunks it carves runs from, a whole fresh chunk. *zeroed as for arena_alloc; NULL
+ * when no arena can be mapped. */
 void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size);
 
 /* Gives back a chunk of arena_alloc's or arena_alloc_large's *chunk_size bytes (or, for
@@ -71,7 +74,9 @@ void arena_free(void *chunk, size_t size);
  * runs that follow (a purge's score, arena.c). */
 void arena_free_superblock(void *chunk, size_t size);
 
-/* Decommits and releases every waiting chunk now (malloc_trim); returns how many. */
+/* Decommits and releases every waiting chunk now, and the unused pages of the runs that
+ * live blocks took bigger than they needed (malloc_trim); returns how many chunks and
+ * runs it gave pages of back. */
 size_t arena_purge_all(void);
 /* With huge pages on (LFHEAP_HUGEPAGES): gives back to the kernel every huge page of the
  * arenas that no run occupies, and returns how many bytes that was (malloc_trim). */

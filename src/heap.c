@@ -640,13 +640,14 @@ static void *mapping_resize(struct descriptor *d, size_t bytes, size_t align)
 
 bool heap_large_keeps(const struct descriptor *d, size_t size)
 {
-    /* A run keeps its size (and the secure build's guard page its end): stay while it
-     * holds at most a quarter more than the block (arena_large_size's bound), and also
-     * while the block grows within it or shrinks by at most a fifth, which adds little
-     * or nothing to what it held already. A run reused whole may hold up to
-     * ARENA_LARGE_REUSE_MAX times its block, and a realloc by a few bytes of a block in
-     * such a run moved it to another such run, copying it, every time (a block going back
-     * and forth between two runs: gperftools' tcmalloc_unittest). */
+    /* A block keeps its bytes (and the secure build's guard page their end): stay while
+     * they are at most a quarter more than the block (arena_large_size's bound), and also
+     * while the block grows within them or shrinks by at most a fifth, which adds little
+     * or nothing to what it held already. A block given a whole reused run (when too many
+     * live at once for arena_alloc_large to track) may hold up to ARENA_LARGE_REUSE_MAX
+     * times its request, and a realloc by a few bytes of a block in such a run moved it
+     * to another such run, copying it, every time (a block going back and forth between
+     * two runs: gperftools' tcmalloc_unittest). */
     size_t bytes = round_to_pages(size) + SECURE_GUARD_BYTES;
     size_t held = round_to_pages(d->large_request) + SECURE_GUARD_BYTES;
     return !d->os_backed && bytes >= size && bytes <= d->size &&

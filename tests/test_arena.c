@@ -12,6 +12,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define THREADS 4
 #define OPS     3000
@@ -294,11 +296,11 @@ static void run_tails_are_reused(void)
     arena_purge_all();
 }
 
-/* A freed run is reused whole by a smaller block if it holds at most three times the
+/* A freed run is reused by a smaller block if it holds at most three times the
  * block (ARENA_LARGE_REUSE_MAX), with the pages its previous tenant wrote as they were,
  * and by a bigger block of its order, extended over the free rest of its chunk; a run
  * more than three times the block is not taken. */
-static void freed_runs_are_reused_whole_and_extended(void)
+static void freed_runs_are_reused_and_extended(void)
 {
     arena_purge_all();
     bool zeroed;
@@ -308,20 +310,85 @@ static void freed_runs_are_reused_whole_and_extended(void)
     CHECK(run == 24 * MIB);
     memset(a, 0x3d, run);
     arena_free(a, run);
-    char *b = arena_alloc_large(8 * MIB + 1, &zeroed, &run); /* a class of 10 MiB */
-    CHECK(b == a && run == 24 * MIB && !zeroed);
-    CHECK(b[0] == 0x3d && b[10 * MIB] == 0x3d && b[run - 1] == 0x3d);
+    /* a class of 10 MiB: the run whole, of which the block gets its 10 MiB (its tail waits
+     * for the block to live a purge delay: reused_run_tails_go_back) */
+    char *b = arena_alloc_large(8 * MIB + 1, &zeroed, &run);
+    CHECK(b == a && run == 10 * MIB && !zeroed);
+    CHECK(b[0] == 0x3d && b[run - 1] == 0x3d);
     memset(b, 0x3e, run);
     arena_free(b, run);
     char *c = arena_alloc_large(27 * MIB, &zeroed, &run); /* 28 MiB: 24 waits, 4 free */
     CHECK(c == a && run == 28 * MIB && !zeroed);
-    CHECK(c[0] == 0x3e && c[24 * MIB - 1] == 0x3e && c[24 * MIB] == 0 && c[run - 1] == 0);
+    /* Past b's 10 MiB, a's bytes, or zeros if a slow machine let b outlive the delay. */
+    CHECK(c[0] == 0x3e && c[10 * MIB - 1] == 0x3e && (c[24 * MIB - 1] | 0x3d) == 0x3d &&
+          c[24 * MIB] == 0 && c[run - 1] == 0);
     arena_free(c, run);
     /* 28 MiB is more than three times 9 MiB: a fresh run of 10 MiB instead */
     char *d = arena_alloc_large(9 * MIB, &zeroed, &run);
     REQUIRE(d);
     CHECK(d != a && run == 10 * MIB && zeroed);
     arena_free(d, run);
+    arena_purge_all();
+}
+
+/* Pages of [p, p + size) that are resident. */
+static size_t resident_pages(const char *p, size_t size)
+{
+    unsigned char vec[8192];
+    size_t pages = size / 4096, count = 0;
+    REQUIRE(pages <= sizeof vec && mincore((void *)p, size, vec) == 0);
+    for (size_t i = 0; i < pages; i++)
+        count += vec[i] & 1;
+    return count;
+}
+
+/* A block that takes a freed run more than a quarter bigger than itself gets its extent
+ * (arena_large_size), and the rest of the run, which the earlier tenant left resident,
+ * goes back to the kernel once a purge finds the block alive a purge delay on (or at
+ * malloc_trim's, arena_purge_all): the block's bytes stay, the tail reads as zeros, and
+ * the block's free gives the whole run back. A block freed sooner keeps its run as it
+ * was. */
+static void reused_run_tails_go_back(void)
+{
+    arena_purge_all();
+    bool zeroed;
+    size_t run;
+    char *a = arena_alloc_large(20 * MIB + 1, &zeroed, &run); /* 24 of a 32 MiB chunk */
+    REQUIRE(a);
+    CHECK(run == 24 * MIB);
+    memset(a, 0x5a, run);
+    arena_free(a, run);
+    char *b = arena_alloc_large(8 * MIB + 1, &zeroed, &run);
+    CHECK(b == a && run == arena_large_size(8 * MIB + 1) && run == 10 * MIB && !zeroed);
+    REQUIRE(b == a);
+    memset(b, 0x5b, run);
+    CHECK(resident_pages(a + 10 * MIB, 14 * MIB) == 14 * MIB / 4096);
+    arena_purge_all();
+    CHECK(resident_pages(a + 10 * MIB, 14 * MIB) == 0);
+    CHECK(resident_pages(b, run) == run / 4096 && b[0] == 0x5b && b[run - 1] == 0x5b);
+    arena_free(b, run);
+    char *c = arena_alloc_large(23 * MIB, &zeroed, &run); /* 24 MiB: the run whole again */
+    CHECK(c == a && run == 24 * MIB && !zeroed);
+    CHECK(c[0] == 0x5b && c[10 * MIB - 1] == 0x5b && c[10 * MIB] == 0 && c[run - 1] == 0);
+    memset(c, 0x5c, run);
+    arena_free(c, run);
+    /* Aged by the delay: the next slow path's purge (arena_tick) trims it. */
+    char *d = arena_alloc_large(8 * MIB + 1, &zeroed, &run);
+    CHECK(d == a && run == 10 * MIB);
+    usleep(2 * 250 * 1000 + 50 * 1000); /* twice the default delay (LFHEAP_PURGE_MS unset) */
+    arena_tick();
+    CHECK(resident_pages(a + 10 * MIB, 14 * MIB) == 0);
+    CHECK(d[0] == 0x5c && d[run - 1] == 0x5c);
+    arena_free(d, run);
+    /* Freed before the delay: the whole run as it was. */
+    char *e = arena_alloc_large(23 * MIB, &zeroed, &run);
+    CHECK(e == a && run == 24 * MIB);
+    memset(e, 0x5d, run);
+    arena_free(e, run);
+    char *f = arena_alloc_large(8 * MIB + 1, &zeroed, &run);
+    CHECK(f == a && run == 10 * MIB);
+    arena_free(f, run);
+    CHECK(resident_pages(a + 10 * MIB, 14 * MIB) == 14 * MIB / 4096 && a[24 * MIB - 1] == 0x5d);
     arena_purge_all();
 }
 
@@ -379,7 +446,8 @@ int main(void)
     RUN(freed_chunks_return_to_their_thread);
     RUN(large_runs_hold_at_most_a_quarter_more);
     RUN(run_tails_are_reused);
-    RUN(freed_runs_are_reused_whole_and_extended);
+    RUN(freed_runs_are_reused_and_extended);
+    RUN(reused_run_tails_go_back);
     RUN(superblock_chunks_take_bigger_freed_runs);
     RUN(concurrent_chunks_with_purges);
     RUN(everything_coalesces_after_purge);
