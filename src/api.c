@@ -546,7 +546,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
         return realloc_plain_small(ptr, desc, size);
     size_t room = block_room(size);
     if (!DEBUG_ENABLED && desc->class_index == HEAP_CLASS_LARGE && align == 0 &&
-        room > SIZECLASS_MAX_SIZE && heap_large_keeps(desc, room)) {
+        room > SIZECLASS_MAX_SIZE && heap_large_stays(desc, room)) {
         /* A block that stays in its run keeps its record but for the request (a buffer
          * grown a few bytes at a time: the general path below cost it three times the
          * calls). The new bytes of a zero-filled block are zeroed, as below. */

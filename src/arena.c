@@ -450,6 +450,12 @@ static inline uint64_t tail_with_state(uint64_t word, enum tail_state state)
     return (word & ~(uint64_t)((1u << TAIL_STATE_BITS) - 1)) | state;
 }
 
+static inline uint64_t tail_with_extent(uint64_t word, size_t extent)
+{
+    uint64_t mask = (uint64_t)((1u << TAIL_PAGES_BITS) - 1) << TAIL_STATE_BITS;
+    return (word & ~mask) | (uint64_t)(extent / ARENA_MIN_CHUNK) << TAIL_STATE_BITS;
+}
+
 static inline size_t tail_extent(uint64_t word)
 {
     return (size_t)(word >> TAIL_STATE_BITS & ((1u << TAIL_PAGES_BITS) - 1)) * ARENA_MIN_CHUNK;
@@ -531,6 +537,29 @@ static size_t tail_settle(struct arena *a, const char *run, size_t size)
     }
 }
 
+bool arena_large_regrow(void *block, size_t *extent, size_t bytes)
+{
+    struct arena *a = arena_of(block);
+    _Atomic uint64_t *word = tail_word_of(a, block);
+    /* Acquire, on TAIL_TRIMMED: the purge's decommit of the tail comes before the block's
+     * writes there (the purge's release CAS). A failed CAS means a purge claimed the tail
+     * meanwhile (TRIMMING: no growth now) or finished it (TRIMMED: try again). */
+    uint64_t old = atomic_load_explicit(word, memory_order_acquire);
+    for (;;) {
+        enum tail_state state = tail_state(old);
+        size_t run = tail_run(old);
+        if ((state != TAIL_PENDING && state != TAIL_TRIMMED) || bytes > run ||
+            bytes <= tail_extent(old))
+            return false;
+        size_t grown = arena_large_size(bytes) < run ? arena_large_size(bytes) : run;
+        if (atomic_compare_exchange_weak_explicit(word, &old, tail_with_extent(old, grown),
+                                                  memory_order_acquire, memory_order_acquire)) {
+            *extent = grown;
+            return true;
+        }
+    }
+}
+
 static void run_freed(struct arena *a, void *chunk, size_t size, bool superblock);
 
 /* Decommits the tails of the registered blocks that lived `delay` ms (every one with
@@ -559,13 +588,15 @@ static size_t tails_trim(uint32_t now, uint32_t delay, bool force)
             continue;
         atomic_fetch_sub_explicit(&tail_slots_used, 1, memory_order_relaxed);
         /* The claim. Relaxed: the word carries all the purge reads, and the tail's pages
-         * are not the block's (it never writes them). A failed CAS: the block was freed
-         * or its tail claimed through another slot meanwhile. */
-        if (tail_state(old) != TAIL_PENDING)
-            continue;
+         * are not the block's (it never writes them). A failed CAS: the block was freed or
+         * its tail claimed through another slot meanwhile, or the block grew its extent
+         * (still PENDING: claimed with the new extent). */
         uint64_t trimming = tail_with_state(old, TAIL_TRIMMING);
-        if (!atomic_compare_exchange_strong_explicit(word, &old, trimming, memory_order_relaxed,
-                                                     memory_order_relaxed))
+        while (tail_state(old) == TAIL_PENDING &&
+               !atomic_compare_exchange_weak_explicit(word, &old, trimming, memory_order_relaxed,
+                                                      memory_order_relaxed))
+            trimming = tail_with_state(old, TAIL_TRIMMING); /* regrown (arena_large_regrow) */
+        if (tail_state(old) != TAIL_PENDING)
             continue;
         LFH_PARK(ARENA_TAIL_CLAIMED);
         claimed++;

@@ -66,6 +66,13 @@ size_t arena_large_size(size_t size);
  * when no arena can be mapped. */
 void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size);
 
+/* Grows in place a block that arena_alloc_large gave part of a bigger freed run (its
+ * *extent bytes) to hold `bytes`: true, with *extent its new size (at least `bytes`, at
+ * most the run, a quarter more at most where the run allows), if the run holds them and
+ * no purge is giving back its tail at this moment; false, nothing changed, otherwise
+ * (also for every other block). */
+bool arena_large_regrow(void *block, size_t *extent, size_t bytes);
+
 /* Gives back a chunk of arena_alloc's or arena_alloc_large's *chunk_size bytes (or, for
  * arena_alloc's chunks of their own size, any size that rounds up to the same power of
  * two). */

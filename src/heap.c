@@ -638,7 +638,7 @@ static void *mapping_resize(struct descriptor *d, size_t bytes, size_t align)
     return dest;
 }
 
-bool heap_large_keeps(const struct descriptor *d, size_t size)
+bool heap_large_stays(struct descriptor *d, size_t size)
 {
     /* A block keeps its bytes (and the secure build's guard page their end): stay while
      * they are at most a quarter more than the block (arena_large_size's bound), and also
@@ -650,8 +650,21 @@ bool heap_large_keeps(const struct descriptor *d, size_t size)
      * two runs: gperftools' tcmalloc_unittest). */
     size_t bytes = round_to_pages(size) + SECURE_GUARD_BYTES;
     size_t held = round_to_pages(d->large_request) + SECURE_GUARD_BYTES;
-    return !d->os_backed && bytes >= size && bytes <= d->size &&
-           (d->size - bytes <= bytes / 4 || bytes + bytes / 4 >= held);
+    if (d->os_backed || bytes < size)
+        return false;
+    if (bytes <= d->size)
+        return d->size - bytes <= bytes / 4 || bytes + bytes / 4 >= held;
+    /* Past its bytes, a block that took part of a bigger freed run grows into the rest
+     * (sqlite3's sorter doubles a buffer by realloc: moving it faulted in 10% more pages).
+     * Not with a guard page at its end, which would have to move, nor under memcheck,
+     * which sees a resize only as a move. */
+    size_t extent = d->size;
+    if ((SECURE_ENABLED && d->large_guarded) || vgclient_memcheck() ||
+        !arena_large_regrow(d->start, &extent, bytes))
+        return false;
+    STATS_ADD(STATS_LARGE_BYTES_IN, extent - d->size);
+    d->size = extent;
+    return true;
 }
 
 void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
@@ -664,7 +677,7 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     if (bytes == old_bytes)
         return old;
     if (!d->os_backed)
-        return heap_large_keeps(d, size) ? old : NULL;
+        return heap_large_stays(d, size) ? old : NULL;
     /* Under memcheck a block that changes size moves (memcheck then sees a malloc, a
      * copy and a free), so that no resize escapes its bookkeeping. */
     if (vgclient_memcheck() || !guard_open(d))

@@ -177,14 +177,15 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed);
  * one block from two threads at the same moment (a double free) both found it live. */
 bool heap_large_free(struct descriptor *desc);
 /* Resizes a large block whose user pointer is desc->start, keeping its contents: in
- * place when it still fits its run (heap_large_keeps), or, for blocks mapped from the
+ * place when it still fits its run (heap_large_stays), or, for blocks mapped from the
  * OS, by moving its pages to a new mapping aligned to `align`. NULL (and the block
  * untouched) otherwise. The record (heap_props) is the caller's to update. */
 void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
-/* True if a large block of the arenas stays in its run for `size` bytes as it is: they
- * fit, and the run either holds at most a quarter more or the block grows or shrinks by
- * at most a fifth (see heap_large_resize). */
-bool heap_large_keeps(const struct descriptor *desc, size_t size);
+/* True if a large block of the arenas stays where it is for `size` bytes: they fit its
+ * bytes, which either hold at most a quarter more or the block grows or shrinks by at
+ * most a fifth (see heap_large_resize); or they fit the bigger freed run it took part of,
+ * and its bytes grow into it (arena_large_regrow). */
+bool heap_large_stays(struct descriptor *desc, size_t size);
 /* Zeros all the usable bytes of a large block the caller holds, `request` of them asked
  * for: by a memset, or when the block is big and most of its pages are not resident, by
  * giving all of them back to the kernel (they then read as zeros). */

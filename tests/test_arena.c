@@ -380,6 +380,26 @@ static void reused_run_tails_go_back(void)
     CHECK(resident_pages(a + 10 * MIB, 14 * MIB) == 0);
     CHECK(d[0] == 0x5c && d[run - 1] == 0x5c);
     arena_free(d, run);
+    /* Grown in place within its run, before and after its tail went back: the bytes it
+     * had stay, the new ones are the run's, and a trim spares them. */
+    char *g = arena_alloc_large(8 * MIB + 1, &zeroed, &run);
+    CHECK(g == a && run == 10 * MIB);
+    memset(g, 0x5e, run);
+    size_t extent = run;
+    CHECK(arena_large_regrow(g, &extent, 12 * MIB + 1) && extent == 14 * MIB);
+    memset(g + 10 * MIB, 0x5f, 4 * MIB);
+    arena_purge_all();
+    CHECK(resident_pages(a + 14 * MIB, 10 * MIB) == 0);
+    CHECK(g[0] == 0x5e && g[10 * MIB - 1] == 0x5e && g[10 * MIB] == 0x5f &&
+          g[14 * MIB - 1] == 0x5f);
+    CHECK(arena_large_regrow(g, &extent, 20 * MIB) && extent == 20 * MIB);
+    CHECK(g[14 * MIB] == 0 && g[20 * MIB - 1] == 0);
+    CHECK(!arena_large_regrow(g, &extent, 24 * MIB + 4096) && extent == 20 * MIB);
+    arena_free(g, extent);
+    char *h = arena_alloc_large(23 * MIB, &zeroed, &run); /* the run whole again */
+    CHECK(h == a && run == 24 * MIB);
+    CHECK(!arena_large_regrow(h, &run, 24 * MIB) && run == 24 * MIB); /* not part of a run */
+    arena_free(h, run);
     /* Freed before the delay: the whole run as it was. */
     char *e = arena_alloc_large(23 * MIB, &zeroed, &run);
     CHECK(e == a && run == 24 * MIB);
