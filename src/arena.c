@@ -1156,18 +1156,25 @@ static void *alloc_from_arenas(size_t chunk, struct arena **newest, bool trust_f
 /* Address space a part leaves free for what the heap maps to use it: a leaf of the page
  * map (8 MiB, pagemap.c) when the part is the first in its 4 GiB, and descriptors. */
 #define ARENA_PART_ROOM ((size_t)9 << 20)
+/* Address space an arena leaves the program besides, where it can: a thread's stack (8
+ * MiB by default) and some more. With ARENA_PART_ROOM alone, a `ulimit -v` of 56-60 or
+ * 88-94 MB let an arena (a part, a whole one) take all but that, and the program's next
+ * pthread_create failed with EAGAIN, where a limit a little lower or higher left it room
+ * (Python's threading failed at 94-106 MB). Where even the smallest part cannot leave
+ * both, it leaves ARENA_PART_ROOM, as before. */
+#define ARENA_PROGRAM_ROOM ((size_t)16 << 20)
 
 /* A buddy over an ARENA_SIZE slot of which only the first *backed bytes are mapped, for
  * a program whose address space (`ulimit -v`) has less room than an arena: the largest
  * power of two from half an arena down to `chunk` (and ARENA_PART_MIN) that still maps
- * with ARENA_PART_ROOM to spare. The rest of the slot is taken in the buddy at once, one
- * chunk per power of two above *backed, and never given back; its addresses may hold
- * anyone's mappings. NULL if not even the smallest part maps. */
-static struct buddy *arena_part_create(size_t chunk, size_t *backed)
+ * with `room` to spare. The rest of the slot is taken in the buddy at once, one chunk per
+ * power of two above *backed, and never given back; its addresses may hold anyone's
+ * mappings. NULL if not even the smallest part maps. */
+static struct buddy *arena_part_create(size_t chunk, size_t *backed, size_t room)
 {
     size_t least = chunk > ARENA_PART_MIN ? chunk : ARENA_PART_MIN;
     for (size_t part = ARENA_SIZE / 2; part >= least; part /= 2) {
-        if (!os_room_for(part + ARENA_PART_ROOM))
+        if (!os_room_for(part + room))
             continue;
         char *region = os_map(part, ARENA_SIZE);
         if (!region)
@@ -1215,13 +1222,16 @@ static struct arena *arena_map(size_t chunk)
     /* A whole arena that leaves no room for what the heap maps to use it (a page-map leaf,
      * descriptors) would be of no use, and a listed arena keeps its address space for
      * good: with 68-74 MiB of room under `ulimit -v`, every allocation failed for the
-     * rest of the process. A part leaves that room. */
-    if (a->buddy && !os_room_for(ARENA_PART_ROOM)) {
+     * rest of the process. A part leaves that room, and the program's too where it can
+     * (ARENA_PROGRAM_ROOM). */
+    if (a->buddy && !os_room_for(ARENA_PART_ROOM + ARENA_PROGRAM_ROOM)) {
         buddy_destroy(a->buddy);
         a->buddy = NULL;
     }
     if (!a->buddy)
-        a->buddy = arena_part_create(chunk, &a->backed);
+        a->buddy = arena_part_create(chunk, &a->backed, ARENA_PART_ROOM + ARENA_PROGRAM_ROOM);
+    if (!a->buddy)
+        a->buddy = arena_part_create(chunk, &a->backed, ARENA_PART_ROOM);
     if (!a->buddy) {
         os_unmap(a, sizeof(struct arena));
         return NULL;

@@ -658,6 +658,39 @@ static bool heap_works(void)
     return ok;
 }
 
+/* How many arenas are not entirely free inside their buddies once everything was freed
+ * and malloc_trim gave it back. With LFHEAP_BACKGROUND the purger may hold a stack's
+ * chunks for a moment: a lost chunk stays lost, one being purged is back a little later. */
+static unsigned arenas_busy_after_trims(void)
+{
+    unsigned busy = 0;
+    for (int round = 0; round < 100; round++) {
+        for (int i = 0; i < 100 && lfh_malloc_trim(0); i++)
+            ;
+        if ((busy = arena_busy_count()) == 0)
+            break;
+        usleep(50000);
+    }
+    return busy;
+}
+
+/* Takes two blocks of `size` bytes, fills them, and frees them: true if they were apart
+ * (a run or block handed out twice gives the same one twice: it then goes back once),
+ * *intact if both kept their bytes. */
+static bool next_two_apart(size_t size, bool *intact)
+{
+    char *a = lfh_malloc(size), *b = lfh_malloc(size);
+    REQUIRE(a && b);
+    memset(a, 'a', size);
+    memset(b, 'b', size);
+    bool apart = a + size <= b || b + size <= a;
+    *intact = a[0] == 'a' && a[size - 1] == 'a' && b[0] == 'b' && b[size - 1] == 'b';
+    lfh_free(a);
+    if (apart)
+        lfh_free(b);
+    return apart;
+}
+
 static bool run_point(int point, long ops)
 {
     current_point = park_point_names[point];
@@ -734,16 +767,7 @@ static bool run_point(int point, long ops)
     atomic_store(&armed, -1);
     drain_exchange();
     bool works = heap_works();
-    /* With LFHEAP_BACKGROUND the purger may hold a stack's chunks for a moment: a lost
-     * chunk stays lost, one being purged is back a little later. */
-    unsigned busy = 0;
-    for (int round = 0; round < 100; round++) {
-        for (int i = 0; i < 100 && lfh_malloc_trim(0); i++)
-            ;
-        if ((busy = arena_busy_count()) == 0)
-            break;
-        usleep(50000);
-    }
+    unsigned busy = arenas_busy_after_trims();
 
     bool ok = true;
     if (!still_parked) {
@@ -963,15 +987,8 @@ static bool large_double_free_race(const char *name)
     atomic_store(&armed, -1);
     REQUIRE(sem_post(&release_sem) == 0);
     pthread_join(t, NULL);
-    char *a = lfh_malloc(SIZE), *b = lfh_malloc(SIZE);
-    REQUIRE(a && b);
-    memset(a, 'a', SIZE);
-    memset(b, 'b', SIZE);
-    bool apart = a + SIZE <= b || b + SIZE <= a;
-    bool intact = a[0] == 'a' && a[SIZE - 1] == 'a' && b[0] == 'b' && b[SIZE - 1] == 'b';
-    lfh_free(a);
-    if (apart)
-        lfh_free(b); /* one block handed out twice goes back once */
+    bool intact;
+    bool apart = next_two_apart(SIZE, &intact);
     bool distinct = blocks_are_distinct();
     bool works = heap_works();
     bool ok = apart && intact && distinct && works;
@@ -1039,23 +1056,9 @@ static bool large_free_while_tail_trimmed(const char *name)
     if (parked)
         REQUIRE(sem_post(&release_sem) == 0);
     pthread_join(t, NULL);
-    char *a = lfh_malloc(BIG), *b = lfh_malloc(BIG);
-    REQUIRE(a && b);
-    memset(a, 'a', BIG);
-    memset(b, 'b', BIG);
-    bool apart = a + BIG <= b || b + BIG <= a;
-    bool intact = a[0] == 'a' && a[BIG - 1] == 'a' && b[0] == 'b' && b[BIG - 1] == 'b';
-    lfh_free(a);
-    if (apart)
-        lfh_free(b); /* one run handed out twice goes back once */
-    unsigned busy = 0;
-    for (int round = 0; round < 100; round++) {
-        for (int i = 0; i < 100 && lfh_malloc_trim(0); i++)
-            ;
-        if ((busy = arena_busy_count()) == 0)
-            break;
-        usleep(50000);
-    }
+    bool intact;
+    bool apart = next_two_apart(BIG, &intact);
+    unsigned busy = arenas_busy_after_trims();
     bool works = heap_works();
     bool ok = parked && intact_before && apart && intact && busy == 0 && works;
     printf("%s %s: the purge parked after its claim: %s; the block intact until its free: %s; "

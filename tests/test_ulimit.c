@@ -12,13 +12,15 @@
  * (docs/GUARANTEES.md, about 12 MiB), where lfheap maps parts of arenas and every kind
  * of request up to 4 MiB succeeds; one with less than that least, where every routine
  * fails with ENOMEM, and lfheap works once the limit is raised; and every room from a
- * little above the least to past a whole arena, where small and medium blocks are had.
+ * little above the least to past a whole arena, where small and medium blocks are had,
+ * and the program's next thread starts from 32 MiB of room.
  */
 #include "testutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,9 @@
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
+/* Room from which a thread with the default stack (8 MiB) starts after the first blocks:
+ * below it, lfheap's least (about 12 MiB) and the stack do not both fit. */
+#define THREAD_ROOM_MIB 32
 
 /* The kinds of block, largest first: huge (its own mapping), large (arena chunks),
  * medium and small (superblocks), and calloc'd large blocks. */
@@ -301,9 +306,17 @@ static int no_room(void)
 
 /* In a fresh process: with `room_mib` MiB of room, a small, a medium and a calloc'd
  * block are had, whole, and errno is as it was (lfheap's refused mappings on the way,
- * such as a whole arena's before a part's, are not the program's failures). Before the
- * arena left room for its page-map leaf, 68-74 MiB of room failed every allocation for
- * the rest of the process. Returns the number of failed checks. */
+ * such as a whole arena's before a part's, are not the program's failures); and from
+ * THREAD_ROOM_MIB, a thread starts after them. Before the arena left room for its
+ * page-map leaf, 68-74 MiB of room failed every allocation for the rest of the process;
+ * before it left the program room for a thread's stack where it could
+ * (ARENA_PROGRAM_ROOM), a thread failed to start with 42-48 and 74-80 MiB of room, as
+ * with less than 32. Returns the number of failed checks. */
+static void *thread_started(void *arg)
+{
+    return arg;
+}
+
 static int some_room(size_t room_mib)
 {
     REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
@@ -319,13 +332,20 @@ static int some_room(size_t room_mib)
         memset(medium, 0x22, 40 * KIB);
     int damaged = (zeroed && (zeroed[0] != 0 || zeroed[999] != 0)) ||
                   (small && small[15] != 0x11) || (medium && medium[40 * KIB - 1] != 0x22);
+    /* The program's own next mapping: a thread's stack of the default size. */
+    pthread_t thread;
+    int thread_error =
+        room_mib >= THREAD_ROOM_MIB ? pthread_create(&thread, NULL, thread_started, NULL) : 0;
+    if (room_mib >= THREAD_ROOM_MIB && thread_error == 0)
+        REQUIRE(pthread_join(thread, NULL) == 0);
     free(small);
     free(medium);
     free(zeroed);
     REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
-    if (missing || damaged || saw_errno)
-        printf("# %zu MiB of room: %d blocks missing, %d damaged, errno %d\n", room_mib, missing,
-               damaged, saw_errno);
+    if (missing || damaged || saw_errno || thread_error)
+        printf("# %zu MiB of room: %d blocks missing, %d damaged, errno %d, thread start %d\n",
+               room_mib, missing, damaged, saw_errno, thread_error);
+    CHECK(thread_error == 0);
     CHECK(missing == 0);
     CHECK(damaged == 0);
     CHECK(saw_errno == 0);
@@ -359,7 +379,7 @@ static void no_room_then_recovers(void)
 }
 
 /* Every room from 14 MiB (a little above lfheap's least) to 100 MiB, past a whole arena
- * and its leaf, in steps of 2 MiB. */
+ * and its leaf, in steps of 2 MiB; from 32 MiB a thread starts too. */
 static void every_room_above_the_least_serves(void)
 {
     for (int room = 14; room <= 100; room += 2) {
