@@ -153,16 +153,22 @@ static bool mostly_dirty(void)
 
 /* LFHEAP_PURGE_MS: a whole number of milliseconds, above PURGE_DELAY_MAX_MS taken as that;
  * anything else (empty, a word, a negative number, a number with a unit) leaves the
- * default, where it was once read as 0 and made every freed chunk go back at once. */
+ * default, where it was once read as 0 and made every freed chunk go back at once.
+ * Read digit by digit rather than with strtol, whose ERANGE for a number past LONG_MAX
+ * was left in errno by the malloc that first read the setting. */
 static int purge_delay_setting(const char *env)
 {
-    if (!env || *env < '0' || *env > '9')
+    if (!env || *env == '\0')
         return ARENA_PURGE_DELAY_MS;
-    char *end;
-    long value = strtol(env, &end, 10);
-    if (*end != '\0')
-        return ARENA_PURGE_DELAY_MS;
-    return value > PURGE_DELAY_MAX_MS ? PURGE_DELAY_MAX_MS : (int)value;
+    int value = 0;
+    for (const char *digit = env; *digit != '\0'; digit++) {
+        if (*digit < '0' || *digit > '9')
+            return ARENA_PURGE_DELAY_MS;
+        value = value * 10 + (*digit - '0');
+        if (value > PURGE_DELAY_MAX_MS)
+            value = PURGE_DELAY_MAX_MS + 1; /* saturates: stays below INT_MAX / 10 */
+    }
+    return value > PURGE_DELAY_MAX_MS ? PURGE_DELAY_MAX_MS : value;
 }
 
 static uint32_t purge_delay(void)

@@ -233,14 +233,17 @@ void platform_sleep_ms(uint32_t ms)
 }
 
 /* Reads the start of a small kernel file (/proc) into `text` (`size` bytes, NUL-ended),
- * on the caller's stack: no allocation. False if it cannot be read or is empty. */
+ * on the caller's stack: no allocation. False if it cannot be read or is empty. errno
+ * stays the program's: a malloc in the secure build reads one, and an open refused
+ * (no /proc in a chroot, every descriptor taken) must not show through its success. */
 static bool read_kernel_text(const char *path, char *text, size_t size)
 {
+    int saved_errno = errno;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, text, size - 1);
-    close(fd);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, size - 1);
+    if (fd >= 0)
+        close(fd);
+    errno = saved_errno;
     if (n <= 0)
         return false;
     text[n] = '\0';

@@ -1120,8 +1120,30 @@ static void blocks_do_not_overlap(void)
     }
 }
 
-int main(void)
+/* `test_api errno`: the errno test alone, and the errno of the process's first calls,
+ * which read lfheap's settings (core.sh runs it with a purge delay past LONG_MAX, which
+ * strtol once answered with ERANGE left in errno); with no file descriptor to spare, so
+ * that a file lfheap opens (/proc/sys/vm/max_map_count in the secure build) is refused
+ * inside it (secure.sh). */
+static void successful_calls_leave_errno_without_descriptors(void)
 {
+#ifdef TEST_PLAIN
+    CHECK(test_first_call_errno == 0); /* testutil.h: the process's first malloc and free */
+#endif
+    struct rlimit files;
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &files) == 0);
+    struct rlimit none = {.rlim_cur = 0, .rlim_max = files.rlim_max};
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &none) == 0);
+    successful_calls_leave_errno();
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &files) == 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "errno") == 0) {
+        RUN(successful_calls_leave_errno_without_descriptors);
+        return test_exit_status();
+    }
     RUN(malloc_zero_is_unique);
     RUN(too_large_fails_with_enomem);
     RUN(every_block_is_16_aligned);

@@ -5,6 +5,7 @@
 #ifndef LFHEAP_TESTUTIL_H
 #define LFHEAP_TESTUTIL_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -71,13 +72,20 @@ size_t lfh_malloc_usable_size(void *ptr) __attribute__((weak));
 }
 #endif
 
+/* errno after that first malloc and free of the process (set to 0 before them; -1 when
+ * they were not made), for a test of what a successful call leaves in errno: the first
+ * calls read lfheap's settings. */
+static int test_first_call_errno = -1;
+
 __attribute__((constructor)) static void test_require_lfheap(void)
 {
     if (getenv("TEST_ON_GLIBC"))
         return;
+    errno = 0;
     void *block = malloc(24);
     size_t usable = block && lfh_malloc_usable_size ? lfh_malloc_usable_size(block) : 0;
     free(block);
+    test_first_call_errno = errno;
     if (usable < 24) {
         const char *preload = getenv("LD_PRELOAD");
         printf("FAIL lfheap-is-the-allocator: %s (LD_PRELOAD=%s)\n",

@@ -24,6 +24,9 @@ fi
 
 run stress-secure env LD_PRELOAD="$lib" build/t-plain/test_stress 8 40000
 run threads-secure env LD_PRELOAD="$lib" build/t-plain/test_threads
+# The guard budget is read from /proc at the first large block; refused (no descriptor
+# left), it leaves errno alone.
+run errno-without-descriptors-secure env LD_PRELOAD="$lib" build/t-plain/test_api errno
 run guard-budget-secure env LD_PRELOAD="$lib" build/t-plain/test_guard_budget
 run guarded-resize-secure env LD_PRELOAD="$lib" build/t-plain/test_guarded_resize guarded
 run purge-secure env LD_PRELOAD="$lib" build/t-plain/test_purge
