@@ -166,9 +166,9 @@ static int purge_delay_setting(const char *env)
             return ARENA_PURGE_DELAY_MS;
         value = value * 10 + (*digit - '0');
         if (value > PURGE_DELAY_MAX_MS)
-            value = PURGE_DELAY_MAX_MS + 1; /* saturates: stays below INT_MAX / 10 */
+            value = PURGE_DELAY_MAX_MS; /* saturates: never near INT_MAX */
     }
-    return value > PURGE_DELAY_MAX_MS ? PURGE_DELAY_MAX_MS : value;
+    return value;
 }
 
 static uint32_t purge_delay(void)

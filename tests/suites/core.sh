@@ -51,8 +51,8 @@ for setting in empty:"" word:soon negative:-5 unit:250ms; do
     run "purge-setting-ignored-${setting%%:*}" env LFHEAP_PURGE_MS="${setting#*:}" \
         LD_PRELOAD="$lib" build/t-plain/test_purge keeps
 done
-# A purge delay past LONG_MAX is read as the longest (60 s), and the malloc that reads it
-# leaves errno alone (strtol's ERANGE once showed through).
+# The malloc that reads a purge delay past LONG_MAX leaves errno alone (strtol's ERANGE
+# once showed through).
 run purge-setting-overflow-keeps-errno env LFHEAP_PURGE_MS=99999999999999999999 \
     LD_PRELOAD="$lib" build/t-plain/test_api errno
 # Transparent huge pages: advised on every heap mapping with LFHEAP_HUGEPAGES=1 (where the
