@@ -243,10 +243,13 @@ bool os_room_for(size_t size)
 {
     if (os_fault())
         return false;
-    /* Inaccessible: counted against RLIMIT_AS like any mapping, but not charged by the
-     * kernel's overcommit accounting, which is not what is asked about. */
+    /* Read-write, as what the caller will map: an inaccessible probe is not counted by
+     * RLIMIT_DATA (`ulimit -d`), which counts every private writable mapping, so with
+     * 8-24, 33-40 or 65-72 MiB of room under it, a part or a whole arena took the room
+     * the page-map leaf needed and every allocation failed until the limit was raised
+     * (and up to 80 MiB, the room a thread's stack needed). */
     os_count(STATS_MMAP_CALLS, size);
-    void *probe = platform_reserve(size);
+    void *probe = platform_probe(size);
     if (!probe)
         return false;
     unmap_or_defer(probe, size);

@@ -40,8 +40,9 @@ void *os_map(size_t size, size_t align);
  * stays reserved until a later os_retry unmaps it; nobody may touch it meanwhile. */
 void os_unmap(void *addr, size_t size);
 
-/* True if `size` more bytes of address space could be mapped now (`ulimit -v`): a
- * reservation made and given back at once. A hint, as another thread may map meanwhile. */
+/* True if `size` more bytes of read-write memory could be mapped now (`ulimit -v`,
+ * `ulimit -d`): a mapping made and given back at once. A hint, as another thread may map
+ * meanwhile. */
 bool os_room_for(size_t size);
 
 /* Keep the range reserved but let the kernel drop its pages; it then reads back as

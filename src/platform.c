@@ -33,6 +33,13 @@ void *platform_reserve(size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
+void *platform_probe(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
 /* The calls whose failure the caller gets over (a deferred unmap, pages left resident, a
  * block moved instead of grown) leave errno as it was: a call that then succeeds must not
  * show the program an error (glibc's realloc of a mapped block that moves leaves it so). */

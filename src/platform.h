@@ -59,6 +59,13 @@ void *platform_map(void *hint, size_t size);
  * part of it read-write (which charges that part, as platform_map would). */
 void *platform_reserve(size_t size);
 
+/* Read-write anonymous address space of `size` bytes that the caller only unmaps again:
+ * it is counted against both RLIMIT_AS and RLIMIT_DATA, as the read-write mappings the
+ * caller asks about would be, and (MAP_NORESERVE) charged by the kernel's overcommit
+ * accounting only where that accounting is strict (overcommit_memory 2), where those
+ * mappings would be charged too. NULL when the kernel says no. */
+void *platform_probe(size_t size);
+
 /* munmap; false if the kernel refused. */
 bool platform_unmap(void *addr, size_t size);
 

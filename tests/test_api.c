@@ -658,13 +658,17 @@ static void large_realloc_by_a_little_stays(void)
 static void mapped_block_grows_by_small_steps(void)
 {
     /* It needs about 300 MiB of address space (a move maps the new block before the old
-     * one goes): not under the suite's ulimit -v of 128 MiB, which the rest meets. */
-    struct rlimit as;
-    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY &&
-        as.rlim_cur < ((rlim_t)512 << 20)) {
-        printf("  skipped: the address space is limited to %llu MiB\n",
-               (unsigned long long)(as.rlim_cur >> 20));
-        return;
+     * one goes): not under the suite's ulimit -v or -d of 128 MiB, which the rest meets. */
+    static const int limits[] = {RLIMIT_AS, RLIMIT_DATA};
+    for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+        struct rlimit limit;
+        if (getrlimit(limits[i], &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+            limit.rlim_cur < ((rlim_t)512 << 20)) {
+            printf("  skipped: %s is limited to %llu MiB\n",
+                   limits[i] == RLIMIT_AS ? "the address space" : "the data size",
+                   (unsigned long long)(limit.rlim_cur >> 20));
+            return;
+        }
     }
     size_t n = ((size_t)64 << 20) + 4096, step = (size_t)256 << 10;
     unsigned char *p = T_MALLOC(n);

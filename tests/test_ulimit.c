@@ -13,7 +13,8 @@
  * of request up to 4 MiB succeeds; one with less than that least, where every routine
  * fails with ENOMEM, and lfheap works once the limit is raised; and every room from a
  * little above the least to past a whole arena, where small and medium blocks are had,
- * and the program's next thread starts from 32 MiB of room.
+ * and the program's next thread starts from 32 MiB of room; that sweep runs twice, under
+ * RLIMIT_AS (`ulimit -v`) and under RLIMIT_DATA (`ulimit -d`).
  */
 #include "testutil.h"
 
@@ -174,15 +175,35 @@ static long address_space_kib(void)
     return atol(text) * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/* Sets RLIMIT_AS to the current address space plus `room_mib` MiB; *old gets the limit
- * it replaced. */
-static void limit_room(size_t room_mib, struct rlimit *old)
+/* The process's private writable memory (what RLIMIT_DATA counts) in KiB, read without
+ * allocating. */
+static long data_kib(void)
 {
-    REQUIRE(getrlimit(RLIMIT_AS, old) == 0);
-    rlim_t tight = ((rlim_t)address_space_kib() + (rlim_t)room_mib * 1024) * 1024;
+    char text[2048] = {0};
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(read(fd, text, sizeof text - 1) > 0);
+    close(fd);
+    const char *field = strstr(text, "VmData:");
+    REQUIRE(field != NULL);
+    return atol(field + strlen("VmData:"));
+}
+
+/* Sets `resource` (RLIMIT_AS or RLIMIT_DATA) to what the process uses of it now plus
+ * `room_mib` MiB; *old gets the limit it replaced. */
+static void limit_room_of(int resource, size_t room_mib, struct rlimit *old)
+{
+    REQUIRE(getrlimit(resource, old) == 0);
+    long used_kib = resource == RLIMIT_DATA ? data_kib() : address_space_kib();
+    rlim_t tight = ((rlim_t)used_kib + (rlim_t)room_mib * 1024) * 1024;
     REQUIRE(old->rlim_cur == RLIM_INFINITY || old->rlim_cur > tight + ((rlim_t)128 << 20));
     struct rlimit limited = {tight, old->rlim_max};
-    REQUIRE(setrlimit(RLIMIT_AS, &limited) == 0);
+    REQUIRE(setrlimit(resource, &limited) == 0);
+}
+
+static void limit_room(size_t room_mib, struct rlimit *old)
+{
+    limit_room_of(RLIMIT_AS, room_mib, old);
 }
 
 static const size_t room_sizes[] = {16, 1000, 40 * KIB, MIB, 4 * MIB};
@@ -304,24 +325,27 @@ static int no_room(void)
     return test_failures;
 }
 
-/* In a fresh process: with `room_mib` MiB of room, a small, a medium and a calloc'd
- * block are had, whole, and errno is as it was (lfheap's refused mappings on the way,
- * such as a whole arena's before a part's, are not the program's failures); and from
- * THREAD_ROOM_MIB, a thread starts after them. Before the arena left room for its
- * page-map leaf, 68-74 MiB of room failed every allocation for the rest of the process;
- * before it left the program room for a thread's stack where it could
- * (ARENA_PROGRAM_ROOM), a thread failed to start with 42-48 and 74-80 MiB of room, as
- * with less than 32. Returns the number of failed checks. */
+/* In a fresh process: with `room_mib` MiB of room under `resource` (RLIMIT_AS, `ulimit
+ * -v`, or RLIMIT_DATA, `ulimit -d`), a small, a medium and a calloc'd block are had,
+ * whole, and errno is as it was (lfheap's refused mappings on the way, such as a whole
+ * arena's before a part's, are not the program's failures); and from THREAD_ROOM_MIB, a
+ * thread starts after them. Under RLIMIT_AS, before the arena left room for its page-map
+ * leaf, 68-74 MiB of room failed every allocation for the rest of the process; before it
+ * left the program room for a thread's stack where it could (ARENA_PROGRAM_ROOM), a
+ * thread failed to start with 42-48 and 74-80 MiB of room, as with less than 32. Under
+ * RLIMIT_DATA, which does not count inaccessible mappings, while lfheap measured its room
+ * with one, every block failed at 14-24, 34-40 and 66-72 MiB of room, and a thread at
+ * 32-48 and 74-80. Returns the number of failed checks. */
 static void *thread_started(void *arg)
 {
     return arg;
 }
 
-static int some_room(size_t room_mib)
+static int some_room(int resource, size_t room_mib)
 {
     REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
     struct rlimit old;
-    limit_room(room_mib, &old);
+    limit_room_of(resource, room_mib, &old);
     errno = 0;
     unsigned char *small = malloc(16), *medium = malloc(40 * KIB), *zeroed = calloc(1, 1000);
     int saw_errno = errno;
@@ -341,10 +365,11 @@ static int some_room(size_t room_mib)
     free(small);
     free(medium);
     free(zeroed);
-    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+    REQUIRE(setrlimit(resource, &old) == 0);
     if (missing || damaged || saw_errno || thread_error)
-        printf("# %zu MiB of room: %d blocks missing, %d damaged, errno %d, thread start %d\n",
-               room_mib, missing, damaged, saw_errno, thread_error);
+        printf("# %s, %zu MiB of room: %d blocks missing, %d damaged, errno %d, thread start %d\n",
+               resource == RLIMIT_DATA ? "RLIMIT_DATA" : "RLIMIT_AS", room_mib, missing, damaged,
+               saw_errno, thread_error);
     CHECK(thread_error == 0);
     CHECK(missing == 0);
     CHECK(damaged == 0);
@@ -380,13 +405,23 @@ static void no_room_then_recovers(void)
 
 /* Every room from 14 MiB (a little above lfheap's least) to 100 MiB, past a whole arena
  * and its leaf, in steps of 2 MiB; from 32 MiB a thread starts too. */
-static void every_room_above_the_least_serves(void)
+static void every_room_above_the_least_serves(const char *mode)
 {
     for (int room = 14; room <= 100; room += 2) {
         char arg[16];
         snprintf(arg, sizeof arg, "%d", room);
-        in_fresh_process("some-room", arg);
+        in_fresh_process(mode, arg);
     }
+}
+
+static void every_address_space_room_serves(void)
+{
+    every_room_above_the_least_serves("some-room");
+}
+
+static void every_data_room_serves(void)
+{
+    every_room_above_the_least_serves("some-data-room");
 }
 
 int main(int argc, char **argv)
@@ -396,10 +431,13 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "little-room") == 0)
         return little_room() == 0 ? 0 : 1;
     if (argc > 2 && strcmp(argv[1], "some-room") == 0)
-        return some_room((size_t)atoi(argv[2])) == 0 ? 0 : 1;
+        return some_room(RLIMIT_AS, (size_t)atoi(argv[2])) == 0 ? 0 : 1;
+    if (argc > 2 && strcmp(argv[1], "some-data-room") == 0)
+        return some_room(RLIMIT_DATA, (size_t)atoi(argv[2])) == 0 ? 0 : 1;
     RUN(little_room_gets_parts_of_arenas);
     RUN(no_room_then_recovers);
-    RUN(every_room_above_the_least_serves);
+    RUN(every_address_space_room_serves);
+    RUN(every_data_room_serves);
     /* stdout's buffer before memory runs out */
     printf("# filling the address space\n");
     fflush(stdout);

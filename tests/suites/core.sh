@@ -150,6 +150,9 @@ run ulimit-v bash -c "ulimit -v 1048576 && LD_PRELOAD=$lib build/t-plain/test_ap
 # ...and under 128 MiB: an arena (64 MiB, aligned to its size) is mapped where the kernel
 # puts it, not over-reserved by its alignment (which needed about 150 MiB here).
 run ulimit-v-128m bash -c "ulimit -v 131072 && LD_PRELOAD=$lib build/t-plain/test_api"
+# ...and under a data limit of 128 MiB (`ulimit -d`), which counts the arenas, parts and
+# page-map leaves (read-write) but not what lfheap only reserves.
+run ulimit-d-128m bash -c "ulimit -d 131072 && LD_PRELOAD=$lib build/t-plain/test_api"
 # lfheap's code under valgrind's JIT (the "none" tool does not replace malloc, so the
 # program really runs on lfheap; memcheck would substitute its own allocator).
 run valgrind env LD_PRELOAD="$lib" valgrind -q --tool=none build/t-plain/test_api
