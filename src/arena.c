@@ -942,6 +942,36 @@ static void exit_purge(uint32_t now)
     purge_scored(&exit_score, now, before > after ? before - after : 0, ~(uint64_t)0);
 }
 
+/* A delay under SHORT_DELAY_FLOOR_MS (LFHEAP_PURGE_MS=0, say) gave back the run of a
+ * buffer grown by copying (a bigger block taken, the old one copied and freed, as jq's
+ * `join` grows its string) before the next step took it, so that each step faulted the
+ * whole buffer in again: with 0, jq joining 300,000 strings ran for over 400 s against
+ * 7 s with 10 ms or more. So the purges of a short delay keep score too: while the
+ * large runs one released come back within its window, the slow paths' purge waits
+ * SHORT_DELAY_FLOOR_MS, and the next purge after the window is scored again (the window
+ * doubles as for the early purges). A run nobody asks for again still goes back within
+ * the floor. */
+#define SHORT_DELAY_FLOOR_MS 32
+static struct purge_score short_delay_score;
+
+/* The purge by the delay (the slow paths' and the purger's), unless somebody purged in
+ * the last `gap` ms. */
+static void purge_by_delay(uint32_t now, uint32_t gap)
+{
+    uint32_t delay = purge_delay();
+    bool scored = delay < SHORT_DELAY_FLOOR_MS;
+    if (scored && purge_regretted(&short_delay_score, now)) {
+        delay = SHORT_DELAY_FLOOR_MS;
+        scored = false;
+    }
+    size_t before = scored ? dirty_bytes() : 0;
+    uint64_t classes = purge_if_due(now, gap, delay);
+    if (scored && classes != 0) {
+        size_t after = dirty_bytes();
+        purge_scored(&short_delay_score, now, before > after ? before - after : 0, classes);
+    }
+}
+
 void arena_prompt_end(void)
 {
     if (--prompt_depth != 0)
@@ -1083,7 +1113,7 @@ static void *purger_main(void *arg)
         }
         nap = interval;
         /* Skipped if a slow path purged in the last quarter delay. */
-        purge_if_due(now, interval / 2 + 1, purge_delay());
+        purge_by_delay(now, interval / 2 + 1);
     }
 }
 
@@ -1115,8 +1145,8 @@ void arena_purger_start(void)
 
 void arena_tick(void)
 {
-    uint32_t now = platform_now_ms(), delay = purge_delay();
-    purge_if_due(now, delay / 2 + 1, delay);
+    uint32_t now = platform_now_ms();
+    purge_by_delay(now, purge_delay() / 2 + 1);
     /* With the switch on, every tick glances at the heartbeat (a forked child's first
      * slow path finds it 0); a stale one asks the caller to start a purger. Relaxed: see
      * purger_main. */
@@ -1489,6 +1519,7 @@ static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned 
         uint32_t now = platform_now_ms();
         purge_score_fresh(&exit_score, now, first, last_dirty, class_size(first));
         purge_score_fresh(&pressure_score, now, first, last_dirty, class_size(first));
+        purge_score_fresh(&short_delay_score, now, first, last_dirty, class_size(first));
         purge_if_pressed(now);
         run = fresh_run(cls);
         if (run)

@@ -43,6 +43,15 @@
  * keep the memory for the third pool, which reuses it rather than growing; and the
  * delay still returns it: one call after the delay and the resident size is back near
  * the start (arena.c, exit_purge_regretted).
+ *
+ * `test_purge regrow` (run with a purge delay of 0): a 1 MiB buffer grown by copying (a
+ * block a little bigger taken, the old one copied and freed), with a pause of a
+ * millisecond between steps, so that each step's slow path finds the last step's freed
+ * run due. After the first steps, whose freed runs went back and came right back, the
+ * short delay's purge waits its floor (arena.c, SHORT_DELAY_FLOOR_MS) and each step
+ * reuses the run the last one freed: the steps fault in less than a quarter of what they
+ * faulted in when every freed run went back (256 pages each). And the run freed last,
+ * which nobody asks for again, still goes back.
  */
 #include "alloc_names.h"
 #include "testutil.h"
@@ -52,6 +61,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -565,8 +575,67 @@ static void superblocks_take_freed_runs(void)
     }
 }
 
+static long minor_faults(void)
+{
+    struct rusage usage;
+    REQUIRE(getrusage(RUSAGE_SELF, &usage) == 0);
+    return usage.ru_minflt;
+}
+
+enum { REGROW_STEPS = 200, REGROW_START = 1 << 20, REGROW_GROWTH = 64 };
+
+static void regrown_buffer_keeps_its_pages(void)
+{
+    size_t size = REGROW_START;
+    unsigned char *buffer = T_MALLOC(size);
+    REQUIRE(buffer);
+    for (size_t i = 0; i < size; i++)
+        buffer[i] = (unsigned char)(i * 7);
+    long faults_before = minor_faults();
+    size_t damaged = 0;
+    for (int step = 0; step < REGROW_STEPS; step++) {
+        unsigned char *bigger = T_MALLOC(size + REGROW_GROWTH);
+        REQUIRE(bigger);
+        memcpy(bigger, buffer, size);
+        for (size_t i = size; i < size + REGROW_GROWTH; i++)
+            bigger[i] = (unsigned char)(i * 7);
+        T_FREE(buffer);
+        buffer = bigger;
+        size += REGROW_GROWTH;
+        damaged += buffer[size / 2] != (unsigned char)(size / 2 * 7);
+        struct timespec pause = {0, 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    long faults = minor_faults() - faults_before;
+    for (size_t i = 0; i < size; i++)
+        damaged += buffer[i] != (unsigned char)(i * 7);
+    long every_step = (long)REGROW_STEPS * (REGROW_START / 4096);
+    printf("# %d steps of a %d KiB buffer: %ld page faults (%ld if every step faults it in)\n",
+           REGROW_STEPS, REGROW_START >> 10, faults, every_step);
+    CHECK(damaged == 0);
+    CHECK(faults < every_step / 4);
+    /* The last run freed goes back at a later slow path (a large block's). */
+    long held = test_rss_kib();
+    T_FREE(buffer);
+    double freed_at = seconds();
+    long end = test_rss_kib();
+    while (held - end < REGROW_START / 1024 / 2 && seconds() - freed_at < PURGE_WAIT_SECONDS) {
+        struct timespec pause = {0, 5 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        void *p = T_MALLOC(200000);
+        REQUIRE(p);
+        T_FREE(p);
+        end = test_rss_kib();
+    }
+    CHECK(held - end >= REGROW_START / 1024 / 2);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "regrow") == 0) {
+        RUN(regrown_buffer_keeps_its_pages);
+        return test_exit_status();
+    }
     if (argc > 1 && strcmp(argv[1], "superruns") == 0) {
         RUN(superblocks_take_freed_runs);
         return test_exit_status();

@@ -30,6 +30,7 @@ run errno-without-descriptors-secure env LD_PRELOAD="$lib" build/t-plain/test_ap
 run guard-budget-secure env LD_PRELOAD="$lib" build/t-plain/test_guard_budget
 run guarded-resize-secure env LD_PRELOAD="$lib" build/t-plain/test_guarded_resize guarded
 run purge-secure env LD_PRELOAD="$lib" build/t-plain/test_purge
+run purge-regrow-secure env LFHEAP_PURGE_MS=0 LD_PRELOAD="$lib" build/t-plain/test_purge regrow
 run purge-at-exit-secure env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge exit
 # The API fuzzer's model (tests/fuzz_api.c): every usable byte written, canaries intact.
 run fuzz-api-secure build/t-secure/fuzz_api 150 0x5ec
