@@ -99,6 +99,7 @@ done
 validates realloc-grow --max=1048576
 validates calloc-sparse --rounds=5 --max_mib=4
 validates strings-grow --steps=200000
+validates size-phases --rounds=1 --mib=48
 
 # misuse is told apart from corruption: unknown knob -> exit 64
 "$B/churn" --no-such-knob=1 >/dev/null 2>&1
