@@ -949,8 +949,9 @@ static void exit_purge(uint32_t now)
  * 7 s with 10 ms or more. So the purges of a short delay keep score too: while the
  * large runs one released come back within its window, the slow paths' purge waits
  * SHORT_DELAY_FLOOR_MS, and the next purge after the window is scored again (the window
- * doubles as for the early purges). A run nobody asks for again still goes back within
- * the floor. */
+ * doubles as for the early purges). A run nobody asks for again still goes back at the
+ * first slow path after the floor. The score's words are relaxed, as the early purges'
+ * are: a stale read only picks the program's delay or the floor, both correct. */
 #define SHORT_DELAY_FLOOR_MS 32
 static struct purge_score short_delay_score;
 
