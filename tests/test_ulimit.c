@@ -164,26 +164,29 @@ static void fills_until_enomem_and_recovers(void)
            second.count[1]);
 }
 
-/* The process's address space in KiB, read without allocating. */
+/* The start of a /proc file, read without allocating (stdio would). */
+static void read_proc(const char *path, char *text, size_t size)
+{
+    memset(text, 0, size);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    REQUIRE(read(fd, text, size - 1) > 0);
+    close(fd);
+}
+
+/* The process's address space in KiB. */
 static long address_space_kib(void)
 {
-    char text[64] = {0};
-    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-    REQUIRE(fd >= 0);
-    REQUIRE(read(fd, text, sizeof text - 1) > 0);
-    close(fd);
+    char text[64];
+    read_proc("/proc/self/statm", text, sizeof text);
     return atol(text) * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/* The process's private writable memory (what RLIMIT_DATA counts) in KiB, read without
- * allocating. */
+/* The process's private writable memory (what RLIMIT_DATA counts) in KiB. */
 static long data_kib(void)
 {
-    char text[2048] = {0};
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    REQUIRE(fd >= 0);
-    REQUIRE(read(fd, text, sizeof text - 1) > 0);
-    close(fd);
+    char text[2048];
+    read_proc("/proc/self/status", text, sizeof text);
     const char *field = strstr(text, "VmData:");
     REQUIRE(field != NULL);
     return atol(field + strlen("VmData:"));
