@@ -216,13 +216,13 @@ static const size_t room_sizes[] = {16, 1000, 40 * KIB, MIB, 4 * MIB};
  * of room, too little for a whole arena, every kind of request (malloc, calloc, realloc,
  * posix_memalign) of 16 B to 1 MiB, and malloc and calloc of 4 MiB, succeed, all held at
  * once, each block whole and a calloc'd one zeroed, from arenas of fewer than 64 MiB of
- * mapped bytes in all; small blocks then fill at least 2 MiB more before ENOMEM. Returns
- * the number of failed checks. */
-static int little_room(void)
+ * mapped bytes in all; small blocks then fill at least 2 MiB more before ENOMEM. The room
+ * is under `resource` (RLIMIT_AS or RLIMIT_DATA). Returns the number of failed checks. */
+static int little_room(int resource)
 {
     REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
     struct rlimit old;
-    limit_room(40, &old);
+    limit_room_of(resource, 40, &old);
     unsigned char *held[ROOM_SIZES][4] = {{0}};
     int missing = 0, dirty = 0;
     for (size_t i = 0; i < ROOM_SIZES; i++) {
@@ -267,7 +267,7 @@ static int little_room(void)
                 damaged++;
             free(p);
         }
-    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+    REQUIRE(setrlimit(resource, &old) == 0);
     printf("# 40 MiB of room: arenas of %zu KiB, then %zu KiB of small blocks\n", arena_bytes >> 10,
            small >> 10);
     CHECK(missing == 0);
@@ -401,6 +401,11 @@ static void little_room_gets_parts_of_arenas(void)
     in_fresh_process("little-room", NULL);
 }
 
+static void little_data_room_gets_parts_of_arenas(void)
+{
+    in_fresh_process("little-data-room", NULL);
+}
+
 static void no_room_then_recovers(void)
 {
     in_fresh_process("no-room", NULL);
@@ -432,12 +437,15 @@ int main(int argc, char **argv)
     if (argc > 1 && strcmp(argv[1], "no-room") == 0)
         return no_room() == 0 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "little-room") == 0)
-        return little_room() == 0 ? 0 : 1;
+        return little_room(RLIMIT_AS) == 0 ? 0 : 1;
+    if (argc > 1 && strcmp(argv[1], "little-data-room") == 0)
+        return little_room(RLIMIT_DATA) == 0 ? 0 : 1;
     if (argc > 2 && strcmp(argv[1], "some-room") == 0)
         return some_room(RLIMIT_AS, (size_t)atoi(argv[2])) == 0 ? 0 : 1;
     if (argc > 2 && strcmp(argv[1], "some-data-room") == 0)
         return some_room(RLIMIT_DATA, (size_t)atoi(argv[2])) == 0 ? 0 : 1;
     RUN(little_room_gets_parts_of_arenas);
+    RUN(little_data_room_gets_parts_of_arenas);
     RUN(no_room_then_recovers);
     RUN(every_address_space_room_serves);
     RUN(every_data_room_serves);
