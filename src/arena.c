@@ -905,8 +905,18 @@ static bool purge_regretted(struct purge_score *score, uint32_t now)
            now - atomic_load_explicit(&score->ms, memory_order_relaxed) < regret_window(score);
 }
 
-static void purge_scored(struct purge_score *score, uint32_t now, size_t bytes, uint64_t classes)
+static size_t dirty_bytes(void)
 {
+    return atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
+}
+
+/* A purge just released what the freed runs fell by since `dirty_before`
+ * (dirty_bytes() before it; a glance, as frees may add meanwhile). */
+static void purge_scored(struct purge_score *score, uint32_t now, size_t dirty_before,
+                         uint64_t classes)
+{
+    size_t dirty_after = dirty_bytes();
+    size_t bytes = dirty_before > dirty_after ? dirty_before - dirty_after : 0;
     uint32_t lost = atomic_load_explicit(&score->lost, memory_order_relaxed);
     lost = !purge_was_lost(score) ? 0 : lost < REGRET_DOUBLINGS ? lost + 1 : lost;
     atomic_store_explicit(&score->lost, lost, memory_order_relaxed);
@@ -929,17 +939,11 @@ static void purge_score_fresh(struct purge_score *score, uint32_t now, unsigned 
         bytes_add(&score->refaulted, bytes);
 }
 
-static size_t dirty_bytes(void)
-{
-    return atomic_load_explicit(&run_bytes.dirty, memory_order_relaxed);
-}
-
 static void exit_purge(uint32_t now)
 {
     size_t before = dirty_bytes();
     arena_purge_all();
-    size_t after = dirty_bytes();
-    purge_scored(&exit_score, now, before > after ? before - after : 0, ~(uint64_t)0);
+    purge_scored(&exit_score, now, before, ~(uint64_t)0);
 }
 
 /* A delay under SHORT_DELAY_FLOOR_MS (LFHEAP_PURGE_MS=0, say) gave back the run of a
@@ -967,10 +971,8 @@ static void purge_by_delay(uint32_t now, uint32_t gap)
     }
     size_t before = scored ? dirty_bytes() : 0;
     uint64_t classes = purge_if_due(now, gap, delay);
-    if (scored && classes != 0) {
-        size_t after = dirty_bytes();
-        purge_scored(&short_delay_score, now, before > after ? before - after : 0, classes);
-    }
+    if (scored && classes != 0)
+        purge_scored(&short_delay_score, now, before, classes);
 }
 
 void arena_prompt_end(void)
@@ -1458,9 +1460,8 @@ static void purge_if_pressed(uint32_t now)
         return;
     uint32_t delay = purge_delay() / DIRTY_PRESSURE_SHARE;
     uint64_t classes = purge_if_due(now, delay + 1, delay);
-    size_t after = dirty_bytes();
     if (classes != 0)
-        purge_scored(&pressure_score, now, dirty > after ? dirty - after : 0, classes);
+        purge_scored(&pressure_score, now, dirty, classes);
 }
 
 /* A freed run of the first class from `first` to `last` that has one (its class in

@@ -108,23 +108,31 @@ static long burst_then_free(void **into, int count, uint64_t seed, int large_eve
     return peak;
 }
 
-static void rss_falls_back_after_free(void)
+/* Makes a large block's slow path a millisecond apart, as a running program would, until
+ * the resident size is at most `at_most_kib` or PURGE_WAIT_SECONDS passed since
+ * `freed_at`; returns the resident size. The purges may run late on a loaded machine: the
+ * bound only fails a heap that never gives the memory back. */
+static long rss_after_slow_paths(long at_most_kib, double freed_at)
 {
-    long start = test_rss_kib();
-    long peak = burst_then_free(blocks, BLOCKS, 12345, 200, 100000, 4u << 20, 8000);
-    /* Keep allocating, as a running program would, until the resident size is back. The
-     * purge delay is a quarter of a second, but on a loaded machine the purges that follow
-     * it may run late: the bound only fails a heap that never gives the memory back. */
-    double freed_at = seconds();
-    long end = test_rss_kib();
-    while (end - start >= 32 * 1024 && seconds() - freed_at < PURGE_WAIT_SECONDS) {
+    long rss = test_rss_kib();
+    while (rss > at_most_kib && seconds() - freed_at < PURGE_WAIT_SECONDS) {
         void *p = T_MALLOC(200000);
         REQUIRE(p);
         memset(p, 1, 4096);
         T_FREE(p);
         usleep(1000);
-        end = test_rss_kib();
+        rss = test_rss_kib();
     }
+    return rss;
+}
+
+static void rss_falls_back_after_free(void)
+{
+    long start = test_rss_kib();
+    long peak = burst_then_free(blocks, BLOCKS, 12345, 200, 100000, 4u << 20, 8000);
+    /* Keep allocating until the resident size is back (the delay is a quarter second). */
+    double freed_at = seconds();
+    long end = rss_after_slow_paths(start + 32 * 1024 - 1, freed_at);
     CHECK(end - start < 32 * 1024);
     printf("# rss: start %ld KiB, peak %ld KiB, %ld KiB %.2f s after the frees\n", start, peak, end,
            seconds() - freed_at);
@@ -617,16 +625,7 @@ static void regrown_buffer_keeps_its_pages(void)
     /* The last run freed goes back at a later slow path (a large block's). */
     long held = test_rss_kib();
     T_FREE(buffer);
-    double freed_at = seconds();
-    long end = test_rss_kib();
-    while (held - end < REGROW_START / 1024 / 2 && seconds() - freed_at < PURGE_WAIT_SECONDS) {
-        struct timespec pause = {0, 5 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-        void *p = T_MALLOC(200000);
-        REQUIRE(p);
-        T_FREE(p);
-        end = test_rss_kib();
-    }
+    long end = rss_after_slow_paths(held - REGROW_START / 1024 / 2, seconds());
     CHECK(held - end >= REGROW_START / 1024 / 2);
 }
 

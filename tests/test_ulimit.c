@@ -194,7 +194,7 @@ static long data_kib(void)
 
 /* Sets `resource` (RLIMIT_AS or RLIMIT_DATA) to what the process uses of it now plus
  * `room_mib` MiB; *old gets the limit it replaced. */
-static void limit_room_of(int resource, size_t room_mib, struct rlimit *old)
+static void limit_room(int resource, size_t room_mib, struct rlimit *old)
 {
     REQUIRE(getrlimit(resource, old) == 0);
     long used_kib = resource == RLIMIT_DATA ? data_kib() : address_space_kib();
@@ -202,11 +202,6 @@ static void limit_room_of(int resource, size_t room_mib, struct rlimit *old)
     REQUIRE(old->rlim_cur == RLIM_INFINITY || old->rlim_cur > tight + ((rlim_t)128 << 20));
     struct rlimit limited = {tight, old->rlim_max};
     REQUIRE(setrlimit(resource, &limited) == 0);
-}
-
-static void limit_room(size_t room_mib, struct rlimit *old)
-{
-    limit_room_of(RLIMIT_AS, room_mib, old);
 }
 
 static const size_t room_sizes[] = {16, 1000, 40 * KIB, MIB, 4 * MIB};
@@ -222,7 +217,7 @@ static int little_room(int resource)
 {
     REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
     struct rlimit old;
-    limit_room_of(resource, 40, &old);
+    limit_room(resource, 40, &old);
     unsigned char *held[ROOM_SIZES][4] = {{0}};
     int missing = 0, dirty = 0;
     for (size_t i = 0; i < ROOM_SIZES; i++) {
@@ -287,7 +282,7 @@ static int no_room(void)
 {
     REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
     struct rlimit old;
-    limit_room(4, &old);
+    limit_room(RLIMIT_AS, 4, &old);
     int granted = 0, bad_errno = 0;
     for (size_t i = 0; i < ROOM_SIZES; i++) {
         errno = 0;
@@ -348,7 +343,7 @@ static int some_room(int resource, size_t room_mib)
 {
     REQUIRE(mallinfo2().arena == 0); /* nothing allocated yet */
     struct rlimit old;
-    limit_room_of(resource, room_mib, &old);
+    limit_room(resource, room_mib, &old);
     errno = 0;
     unsigned char *small = malloc(16), *medium = malloc(40 * KIB), *zeroed = calloc(1, 1000);
     int saw_errno = errno;
