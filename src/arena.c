@@ -80,6 +80,8 @@ struct arena {
     _Atomic uintptr_t next[ARENA_PAGES];    /* dirty-stack link of the chunk at a page */
     _Atomic uint32_t freed_ms[ARENA_PAGES]; /* that chunk's free stamp (free_stamp) */
     _Atomic uint64_t tail[ARENA_PAGES];     /* the tail word of the run at a page (tails) */
+    /* A bit per page free in the buddy but maybe resident (merged runs, below). */
+    _Atomic uint64_t dirty_free[ARENA_PAGES / 64];
 };
 
 /* A freed chunk's stamp: the millisecond it was freed, rounded down to an odd one if the
@@ -652,6 +654,192 @@ static void pieces_release(struct buddy *buddy, char *start, const char *end)
     }
 }
 
+/* ---- merged runs: freed runs given back to their buddies still resident -------------
+ *
+ * When every arena is full and freed runs outweigh the runs in use, a fresh chunk needs
+ * the freed runs coalesced in their buddies. Decommitting them first (a purge) made the
+ * new blocks fault every page in again: a program that moves through block sizes, each
+ * size freed before the next, faulted its whole working set in at every step
+ * (bench/size-phases: 449 k page faults, glibc 42 k; docs/BENCHMARKS.md, "Sizes in
+ * phases"). So there the runs go to their buddies as they are (arena_merge_all), each
+ * page marked in its arena's dirty_free bits, and the invariant of a buddy's free space
+ * becomes: a free page reads as zeros unless its bit is set.
+ * - A bit is set before the pages' release (release fetch_or, then buddy_free's acq_rel
+ *   CAS), so whoever takes the pages out of the buddy next (acquire CAS) reads it.
+ * - A bit is cleared only by a thread that holds its page: the allocator that took the
+ *   page out of its buddy (dirty_free_claim: its run is then not zeroed), or the sweep,
+ *   which takes the pages with buddy_alloc_at, decommits them and gives them back.
+ * - So a bit may be set on a clean page (a page handed out and decommitted as a run's
+ *   tail, say), which costs a memset or a decommit that was not needed, never the other
+ *   way round. Words are shared by neighbouring chunks, so every change is an atomic
+ *   fetch_or or fetch_and of the chunk's own bits.
+ * The sweep runs from the delay's purge once the last merge is a purge delay old, and
+ * from every purge of everything (thread exits, malloc_trim, the last resort of
+ * fresh_chunk), so merged pages nobody takes go back as late as freed runs would. */
+static _Atomic size_t dirty_free_bytes; /* a glance, as run_bytes */
+static _Atomic uint32_t dirty_free_ms;  /* when the last merge ran */
+
+/* The bits of `count` pages (1 to 64) from bit `shift` of a word. */
+static inline uint64_t page_bits(unsigned shift, unsigned count)
+{
+    return (count == 64 ? ~(uint64_t)0 : ((uint64_t)1 << count) - 1) << shift;
+}
+
+/* Marks [p, p + bytes), inside arena a, free and maybe resident. */
+static void dirty_free_mark(struct arena *a, const char *p, size_t bytes)
+{
+    bytes_add(&dirty_free_bytes, bytes);
+    for (size_t page = chunk_page(a, p), end = page + bytes / ARENA_MIN_CHUNK; page < end;) {
+        size_t stop = (page / 64 + 1) * 64 < end ? (page / 64 + 1) * 64 : end;
+        /* Release: the bits travel with the pages through the buddy's release CAS. */
+        atomic_fetch_or_explicit(&a->dirty_free[page / 64],
+                                 page_bits((unsigned)(page % 64), (unsigned)(stop - page)),
+                                 memory_order_release);
+        page = stop;
+    }
+}
+
+/* Clears the bits of [p, p + bytes), which the caller holds; true if any was set (some
+ * page may be resident). */
+static bool dirty_free_claim(struct arena *a, const char *p, size_t bytes)
+{
+    size_t cleared = 0;
+    for (size_t page = chunk_page(a, p), end = page + bytes / ARENA_MIN_CHUNK; page < end;) {
+        size_t stop = (page / 64 + 1) * 64 < end ? (page / 64 + 1) * 64 : end;
+        uint64_t bits = page_bits((unsigned)(page % 64), (unsigned)(stop - page));
+        /* Relaxed glance first: most runs were never merged, and their words stay
+         * untouched. Acquire pairs with dirty_free_mark's release. */
+        if (atomic_load_explicit(&a->dirty_free[page / 64], memory_order_relaxed) & bits)
+            cleared += (size_t)__builtin_popcountll(
+                atomic_fetch_and_explicit(&a->dirty_free[page / 64], ~bits, memory_order_acquire) &
+                bits);
+        page = stop;
+    }
+    if (cleared == 0)
+        return false;
+    bytes_add(&dirty_free_bytes, -(cleared * ARENA_MIN_CHUNK));
+    return true;
+}
+
+/* Gives `count` runs of class cls back to their buddies as they are (see above). */
+static size_t merge_batch(unsigned cls, const struct iovec *run, unsigned count)
+{
+    if (count == 0)
+        return 0;
+    /* Relaxed: a stale time only moves the sweep by one purge round. */
+    atomic_store_explicit(&dirty_free_ms, platform_now_ms(), memory_order_relaxed);
+    for (unsigned i = 0; i < count; i++) {
+        struct arena *a = arena_of(run[i].iov_base);
+        dirty_free_mark(a, run[i].iov_base, class_size(cls));
+        pieces_release(a->buddy, run[i].iov_base, (char *)run[i].iov_base + class_size(cls));
+    }
+    bytes_add(&run_bytes.dirty, -(count * class_size(cls)));
+    bytes_add(&run_bytes.held, -(count * class_size(cls)));
+    return count;
+}
+
+/* A chunk of `chunk` bytes of which at least half the pages were merged and are still
+ * free, taken out of its buddy (buddy_alloc_at), or NULL: a fresh run there faults in
+ * only the rest. Half, not all: runs merged between clean pieces (a 320 KiB run in each
+ * 512 KiB chunk, say) never fill a bigger chunk whole. Relaxed loads: a glance; the
+ * buddy's TRYALLOC decides, and whoever takes the chunk reads its bits again
+ * (dirty_free_claim). */
+static void *dirty_free_take(size_t chunk)
+{
+    if (atomic_load_explicit(&dirty_free_bytes, memory_order_relaxed) < chunk / 2)
+        return NULL;
+    const size_t pages = chunk / ARENA_MIN_CHUNK;
+    const size_t words = pages >= 64 ? pages / 64 : 1, step = pages >= 64 ? 64 : pages;
+    const uint64_t group = pages >= 64 ? ~(uint64_t)0 : page_bits(0, (unsigned)pages);
+    /* Acquire: as alloc_from_arenas, each arena's fields are complete. */
+    for (struct arena *a = atomic_load_explicit(&arena_list, memory_order_acquire); a; a = a->older)
+        for (size_t word = 0; word + words <= ARENA_PAGES / 64; word += words)
+            for (size_t first = 0; first < 64; first += step) {
+                size_t marked = 0;
+                for (size_t w = 0; w < words; w++)
+                    marked += (size_t)__builtin_popcountll(
+                        (atomic_load_explicit(&a->dirty_free[word + w], memory_order_relaxed) >>
+                         first) &
+                        group);
+                char *p = a->base + (word * 64 + first) * ARENA_MIN_CHUNK;
+                if (marked > 0 && 2 * marked >= pages && buddy_alloc_at(a->buddy, p, chunk))
+                    return p;
+            }
+    return NULL;
+}
+
+/* Decommits the `count` pieces of arena a that the sweep holds (in address order) and
+ * gives them back to the buddy, clean where the kernel took them. */
+static size_t sweep_batch(struct arena *a, const struct iovec *piece, unsigned count)
+{
+    if (count == 0)
+        return 0;
+    struct iovec range[PURGE_BATCH];
+    unsigned range_of[PURGE_BATCH], ranges = 1;
+    range[0] = piece[0];
+    range_of[0] = 0;
+    for (unsigned i = 1; i < count; i++) {
+        struct iovec *last = &range[ranges - 1];
+        if ((char *)last->iov_base + last->iov_len == piece[i].iov_base)
+            last->iov_len += piece[i].iov_len;
+        else
+            range[ranges++] = piece[i];
+        range_of[i] = ranges - 1;
+    }
+    bool clean[PURGE_BATCH];
+    os_decommit_ranges(range, ranges, clean);
+    size_t released = 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (clean[range_of[i]] && dirty_free_claim(a, piece[i].iov_base, piece[i].iov_len))
+            released += piece[i].iov_len;
+        buddy_free(a->buddy, piece[i].iov_base);
+    }
+    return released;
+}
+
+/* Decommits the merged pages still free in the buddies (all of them with force, else
+ * only a purge delay after the last merge). Each piece is the largest aligned row of
+ * marked pages, up to a word's 64, that buddy_alloc_at takes: a page somebody holds is
+ * left to its holder, who clears its bit. */
+static size_t dirty_free_sweep(uint32_t now, uint32_t age, bool force)
+{
+    if (atomic_load_explicit(&dirty_free_bytes, memory_order_relaxed) == 0 ||
+        (!force && now - atomic_load_explicit(&dirty_free_ms, memory_order_relaxed) < age))
+        return 0;
+    size_t released = 0;
+    /* Acquire: as alloc_from_arenas, each arena's fields are complete. */
+    for (struct arena *a = atomic_load_explicit(&arena_list, memory_order_acquire); a;
+         a = a->older) {
+        struct iovec piece[PURGE_BATCH];
+        unsigned count = 0;
+        for (size_t word = 0; word < ARENA_PAGES / 64; word++) {
+            uint64_t bits = atomic_load_explicit(&a->dirty_free[word], memory_order_relaxed);
+            while (bits) {
+                unsigned first = (unsigned)__builtin_ctzll(bits);
+                unsigned pages = first ? 1u << __builtin_ctz(first) : 64;
+                while (pages > 1 && (page_bits(first, pages) & ~bits))
+                    pages >>= 1;
+                char *p = a->base + (word * 64 + first) * ARENA_MIN_CHUNK;
+                while (pages && !buddy_alloc_at(a->buddy, p, pages * ARENA_MIN_CHUNK))
+                    pages >>= 1;
+                if (!pages) {
+                    bits &= ~page_bits(first, 1);
+                    continue;
+                }
+                LFH_PARK(ARENA_SWEEP_TAKEN);
+                bits &= ~page_bits(first, pages);
+                piece[count++] = (struct iovec){p, pages * ARENA_MIN_CHUNK};
+                if (count == PURGE_BATCH) {
+                    released += sweep_batch(a, piece, count);
+                    count = 0;
+                }
+            }
+        }
+        released += sweep_batch(a, piece, count);
+    }
+    return released;
+}
+
 /* Decommits `count` runs of a class (`run`, each its address and the class's size), and
  * releases them to their buddies; a run whose decommit the kernel refused stays dirty: it
  * is put back on a stack (the purging thread's row). Sorted by address, adjacent runs
@@ -694,7 +882,7 @@ static size_t purge_batch(unsigned cls, struct iovec *run, unsigned count)
  * row; the others go back onto the row they came from, as one chain. *large_released
  * (if not NULL) tells whether a large block's run was among those due (a run the kernel
  * refused to decommit, put back on its stack, counts too: the answer only scores). */
-static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force,
+static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force, bool merge,
                           bool *large_released)
 {
     size_t released = 0;
@@ -715,7 +903,8 @@ static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force
                 if (large_released && !stamp_held_superblock(freed))
                     *large_released = true;
                 if (batched == PURGE_BATCH) {
-                    released += purge_batch(cls, batch, batched);
+                    released +=
+                        merge ? merge_batch(cls, batch, batched) : purge_batch(cls, batch, batched);
                     batched = 0;
                 }
             } else {
@@ -729,15 +918,26 @@ static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force
         if (keep_first)
             dirty_push_chain(row, cls, keep_first, keep_last);
     }
-    released += purge_batch(cls, batch, batched);
+    released += merge ? merge_batch(cls, batch, batched) : purge_batch(cls, batch, batched);
     return released;
+}
+
+/* Gives every freed run back to its buddy still resident (see above). */
+static size_t arena_merge_all(void)
+{
+    size_t merged = 0;
+    for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
+        if (dirty_class_waiting(cls))
+            merged += purge_class(cls, 0, 0, true, true, NULL);
+    return merged;
 }
 
 size_t arena_purge_all(void)
 {
     size_t released = tails_trim(0, 0, true);
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
-        released += purge_class(cls, 0, 0, true, NULL);
+        released += purge_class(cls, 0, 0, true, false, NULL);
+    released += dirty_free_sweep(0, 0, true) != 0;
     os_retry();
     return released;
 }
@@ -765,8 +965,12 @@ size_t arena_release_free_huge_pages(void)
             LFH_PARK(ARENA_TRIM_TAKEN);
             /* Only pages that hold memory count as released (malloc_trim's answer), and
              * only they are worth a system call. */
-            if (os_any_resident(page, OS_HUGE_PAGE_SIZE) && os_decommit(page, OS_HUGE_PAGE_SIZE))
+            if (!os_any_resident(page, OS_HUGE_PAGE_SIZE))
+                dirty_free_claim(a, page, OS_HUGE_PAGE_SIZE);
+            else if (os_decommit(page, OS_HUGE_PAGE_SIZE)) {
+                dirty_free_claim(a, page, OS_HUGE_PAGE_SIZE);
                 released += OS_HUGE_PAGE_SIZE;
+            }
             buddy_free(a->buddy, page);
         }
     return released;
@@ -776,16 +980,17 @@ size_t arena_release_free_huge_pages(void)
  * each stack: one found empty is skipped, one pushed meanwhile waits for the next purge).
  * Returns the classes that released a large block's run (a bit per class): the ones a
  * fresh large run may regret (purge_score_fresh). */
-static uint64_t purge_due(uint32_t now, uint32_t delay)
+static uint64_t purge_due(uint32_t now, uint32_t delay, bool merge)
 {
     /* Tails by the whole delay, also under pressure: a block's age says whether it lives
      * long, and a shorter wait trims blocks that a moment later give their run back. */
     tails_trim(now, purge_delay(), false);
+    dirty_free_sweep(now, delay, false);
     uint64_t released = 0;
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++) {
         bool large_released = false;
         if (dirty_class_waiting(cls)) {
-            purge_class(cls, now, delay, false, &large_released);
+            purge_class(cls, now, delay, false, merge, &large_released);
             if (large_released)
                 released |= (uint64_t)1 << cls;
         }
@@ -798,7 +1003,7 @@ static uint64_t purge_due(uint32_t now, uint32_t delay)
  * ms: one thread wins the CAS on the last purge time, the others go on, nobody waits.
  * Returns purge_due's classes, 0 if this call lost or released no large block's run.
  * The slow paths (arena_tick, arena_alloc_run) and the purger share it. */
-static uint64_t purge_if_due(uint32_t now, uint32_t gap, uint32_t delay)
+static uint64_t purge_if_due(uint32_t now, uint32_t gap, uint32_t delay, bool merge)
 {
     uint32_t last = atomic_load_explicit(&last_purge_ms, memory_order_relaxed);
     if (now - last < gap)
@@ -808,7 +1013,7 @@ static uint64_t purge_if_due(uint32_t now, uint32_t gap, uint32_t delay)
                                                  memory_order_relaxed))
         return 0;
     LFH_PARK(ARENA_TICK_WON);
-    return purge_due(now, delay);
+    return purge_due(now, delay, merge);
 }
 
 /* True if no chunk waits on any dirty stack (relaxed: a glance, acted on later). */
@@ -970,7 +1175,7 @@ static void purge_by_delay(uint32_t now, uint32_t gap)
         scored = false;
     }
     size_t before = scored ? dirty_bytes() : 0;
-    uint64_t classes = purge_if_due(now, gap, delay);
+    uint64_t classes = purge_if_due(now, gap, delay, false);
     if (scored && classes != 0)
         purge_scored(&short_delay_score, now, before, classes);
 }
@@ -999,7 +1204,7 @@ void arena_prompt_end(void)
         return;
     /* Every chunk that is due goes, this exit's, other exits' and the ticks'. Not counted
      * as a purge round (last_purge_ms): the ticks keep their own rhythm. */
-    purge_due(platform_now_ms(), purge_delay());
+    purge_due(platform_now_ms(), purge_delay(), false);
 }
 
 /* ---- the background purger ---------------------------------------------------------- */
@@ -1353,14 +1558,18 @@ static void *fresh_chunk(size_t chunk)
      * alive at once"). A level can look full while a node is free, when another thread's
      * allocation marked it and lost its CAS, so before any memory is added the arenas
      * are scanned whole. */
-    void *p = alloc_from_arenas(chunk, &seen, true);
+    void *p = dirty_free_take(chunk);
+    if (p)
+        return p;
+    dirty_free_sweep(0, 0, true);
+    p = alloc_from_arenas(chunk, &seen, true);
     if (!p)
         p = alloc_from_arenas(chunk, &seen, false);
     /* Purging every freed run lets the buddies coalesce them, but throws away their
      * resident pages, which the next blocks would fault in again. So it comes first only
      * when the freed runs outweigh those in use; otherwise a new arena's address space is
      * cheaper, and the purge is the last resort when none can be mapped. */
-    if (!p && mostly_dirty() && arena_purge_all() > 0)
+    if (!p && mostly_dirty() && arena_merge_all() > 0)
         p = alloc_from_arenas(chunk, &seen, false);
     if (!p)
         p = alloc_from_new_arena(chunk, seen);
@@ -1412,6 +1621,8 @@ static bool run_extend(char *from, char *to)
         LFH_PARK(ARENA_RUN_EXTEND);
         piece += bytes;
     }
+    /* The extended run is not zeroed anyway (dirty_extended): only the count changes. */
+    dirty_free_claim(a, from, (size_t)(to - from));
     return true;
 }
 
@@ -1459,7 +1670,7 @@ static void purge_if_pressed(uint32_t now)
         purge_regretted(&pressure_score, now))
         return;
     uint32_t delay = purge_delay() / DIRTY_PRESSURE_SHARE;
-    uint64_t classes = purge_if_due(now, delay + 1, delay);
+    uint64_t classes = purge_if_due(now, delay + 1, delay, true);
     if (classes != 0)
         purge_scored(&pressure_score, now, dirty, classes);
 }
@@ -1524,8 +1735,11 @@ static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned 
         purge_score_fresh(&short_delay_score, now, first, last_dirty, class_size(first));
         purge_if_pressed(now);
         run = fresh_run(cls);
-        if (run)
+        if (run) {
             bytes_add(&run_bytes.held, class_size(*cls));
+            if (dirty_free_claim(arena_of(run), run, class_size(*cls)))
+                *zeroed = false;
+        }
     }
     return run;
 }

@@ -47,6 +47,7 @@
     X(ARENA_RUN_CARVE, "arena.run_carve")                                                          \
     X(ARENA_RUN_EXTEND, "arena.run_extend")                                                        \
     X(ARENA_TRIM_TAKEN, "arena.trim_taken")                                                        \
+    X(ARENA_SWEEP_TAKEN, "arena.sweep_taken")                                                      \
     X(ARENA_TAIL_CLAIMED, "arena.tail_claimed")                                                    \
     X(BUDDY_ALLOC_CLIMB, "buddy.alloc_climb")                                                      \
     X(BUDDY_FREE_CLIMB, "buddy.free_climb")                                                        \

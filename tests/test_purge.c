@@ -44,6 +44,15 @@
  * delay still returns it: one call after the delay and the resident size is back near
  * the start (arena.c, exit_purge_regretted).
  *
+ * `test_purge phases` (run with a purge delay of a minute, so that only the need for
+ * room merges): a program fills three arenas' worth with blocks of 248 KiB, frees them,
+ * and then asks for as much in blocks of 1016 KiB from `calloc`. Once the arenas' clean room is
+ * gone, the freed runs go back to their buddies still resident (arena.c, merged runs),
+ * and the 1 MiB blocks take them: they fault in less than half of their pages, where
+ * they faulted in every page when the runs were decommitted first. Every byte they hold
+ * must still be 0, though most of their pages held the 256 KiB blocks' bytes; and
+ * malloc_trim gives the pages nobody took back.
+ *
  * `test_purge regrow` (run with a purge delay of 0): a 1 MiB buffer grown by copying (a
  * block a little bigger taken, the old one copied and freed), with a pause of a
  * millisecond between steps, so that each step's slow path finds the last step's freed
@@ -629,8 +638,66 @@ static void regrown_buffer_keeps_its_pages(void)
     CHECK(held - end >= REGROW_START / 1024 / 2);
 }
 
+/* Blocks 8 KiB short of 256 KiB and 1 MiB, so that each takes a run of exactly that size
+ * in every build: the secure build's guard page and the debug build's canary fit in the
+ * 8 KiB. */
+enum {
+    PHASE_BYTES = 192 << 20,
+    PHASE_SMALL = 256 << 10,
+    PHASE_BIG = 1 << 20,
+    PHASE_SLACK = 8 << 10
+};
+static unsigned char *phase_blocks[PHASE_BYTES / PHASE_SMALL];
+
+static void freed_runs_serve_other_sizes(void)
+{
+    long start = test_rss_kib();
+    const size_t smalls = PHASE_BYTES / PHASE_SMALL, bigs = PHASE_BYTES / PHASE_BIG;
+    const size_t small = PHASE_SMALL - PHASE_SLACK, big = PHASE_BIG - PHASE_SLACK;
+    for (size_t i = 0; i < smalls; i++) {
+        phase_blocks[i] = T_MALLOC(small);
+        REQUIRE(phase_blocks[i]);
+        memset(phase_blocks[i], 0xA5, small);
+    }
+    for (size_t i = 0; i < smalls; i++)
+        T_FREE(phase_blocks[i]);
+    long faults_before = minor_faults();
+    for (size_t i = 0; i < bigs; i++) {
+        phase_blocks[i] = T_CALLOC(1, big);
+        REQUIRE(phase_blocks[i]);
+    }
+    size_t nonzero = 0;
+    for (size_t i = 0; i < bigs; i++)
+        for (size_t k = 0; k < big; k += sizeof(uint64_t))
+            nonzero += *(uint64_t *)(phase_blocks[i] + k) != 0;
+    for (size_t i = 0; i < bigs; i++)
+        memset(phase_blocks[i], (int)(i | 1), big);
+    long faults = minor_faults() - faults_before;
+    size_t damaged = 0;
+    for (size_t i = 0; i < bigs; i++)
+        damaged += phase_blocks[i][0] != (unsigned char)(i | 1) ||
+                   phase_blocks[i][big - 1] != (unsigned char)(i | 1);
+    long pages = (long)(bigs * big / 4096);
+    printf("# %zu freed blocks of %zu KiB, then %zu zeroed ones of %zu KiB: %ld page faults "
+           "of %ld pages; %zu words not zero\n",
+           smalls, small >> 10, bigs, big >> 10, faults, pages, nonzero);
+    CHECK(nonzero == 0);
+    CHECK(damaged == 0);
+    CHECK(faults < pages / 2);
+    for (size_t i = 0; i < bigs; i++)
+        T_FREE(phase_blocks[i]);
+    T_MALLOC_TRIM(0);
+    long end = test_rss_kib();
+    printf("# resident: %ld KiB at the start, %ld after malloc_trim\n", start, end);
+    CHECK(end - start < 32 << 10);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "phases") == 0) {
+        RUN(freed_runs_serve_other_sizes);
+        return test_exit_status();
+    }
     if (argc > 1 && strcmp(argv[1], "regrow") == 0) {
         RUN(regrown_buffer_keeps_its_pages);
         return test_exit_status();

@@ -43,6 +43,8 @@ run purge-superblocks-take-runs-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="
 run purge-pool-rebuild-preloaded env LFHEAP_PURGE_MS=1000 LD_PRELOAD="$lib" build/t-plain/test_purge rebuild
 # A buffer grown by copying under a delay of 0 reuses its freed runs (test_purge.c explains).
 run purge-regrow-preloaded env LFHEAP_PURGE_MS=0 LD_PRELOAD="$lib" build/t-plain/test_purge regrow
+# Freed runs serve other sizes, still resident, once the arenas are full (test_purge.c).
+run purge-phases-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge phases
 # Freed runs a program's new sizes cannot use go back early (after 1/16 of a 3.2 s delay).
 run purge-on-shift-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" build/t-plain/test_purge shift
 # A purge of superblocks' chunks alone is not regretted (test_purge.c explains).

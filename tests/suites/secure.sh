@@ -32,6 +32,7 @@ run guarded-resize-secure env LD_PRELOAD="$lib" build/t-plain/test_guarded_resiz
 run purge-secure env LD_PRELOAD="$lib" build/t-plain/test_purge
 run purge-regrow-secure env LFHEAP_PURGE_MS=0 LD_PRELOAD="$lib" build/t-plain/test_purge regrow
 run purge-at-exit-secure env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge exit
+run purge-phases-secure env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge phases
 # The API fuzzer's model (tests/fuzz_api.c): every usable byte written, canaries intact.
 run fuzz-api-secure build/t-secure/fuzz_api 150 0x5ec
 
