@@ -673,9 +673,12 @@ static void pieces_release(struct buddy *buddy, char *start, const char *end)
  *   tail, say), which costs a memset or a decommit that was not needed, never the other
  *   way round. Words are shared by neighbouring chunks, so every change is an atomic
  *   fetch_or or fetch_and of the chunk's own bits.
- * The sweep runs from the delay's purge once the last merge is a purge delay old, and
- * from every purge of everything (thread exits, malloc_trim, the last resort of
- * fresh_chunk), so merged pages nobody takes go back as late as freed runs would. */
+ * The sweep runs when a fresh chunk finds no chunk mostly merged (the merged pages are
+ * of no use to the sizes now asked for, and the resident size should not hold both),
+ * from the delay's purge once the last merge is a purge delay old (the pressure purge's:
+ * 1/16 of it), and from every purge of everything (thread exits, malloc_trim, the last
+ * resort of fresh_chunk), so merged pages nobody takes go back no later than the runs
+ * they came from would have. */
 static _Atomic size_t dirty_free_bytes; /* a glance, as run_bytes */
 static _Atomic uint32_t dirty_free_ms;  /* when the last merge ran */
 
@@ -1547,8 +1550,9 @@ static void *alloc_from_new_arena(size_t chunk, struct arena *seen)
     return p;
 }
 
-/* A fresh chunk: everything free inside a buddy was decommitted first, so it reads as
- * zeros. */
+/* A fresh chunk: one mostly of merged pages if there is one (resident already), else
+ * any free one; its pages read as zeros except where their dirty_free bits are set
+ * (merged runs, above), which the caller claims. */
 static void *fresh_chunk(size_t chunk)
 {
     struct arena *seen;
@@ -1565,10 +1569,10 @@ static void *fresh_chunk(size_t chunk)
     p = alloc_from_arenas(chunk, &seen, true);
     if (!p)
         p = alloc_from_arenas(chunk, &seen, false);
-    /* Purging every freed run lets the buddies coalesce them, but throws away their
-     * resident pages, which the next blocks would fault in again. So it comes first only
-     * when the freed runs outweigh those in use; otherwise a new arena's address space is
-     * cheaper, and the purge is the last resort when none can be mapped. */
+    /* Merging every freed run lets the buddies coalesce them and keeps their pages, but
+     * gives up what they were kept for (their classes' next blocks). So it comes first
+     * only when the freed runs outweigh those in use; otherwise a new arena's address
+     * space is cheaper, and the purge is the last resort when none can be mapped. */
     if (!p && mostly_dirty() && arena_merge_all() > 0)
         p = alloc_from_arenas(chunk, &seen, false);
     if (!p)
@@ -1579,10 +1583,11 @@ static void *fresh_chunk(size_t chunk)
 }
 
 /* Carves a run of class cls out of a fresh chunk of its order: the chunk goes back to its
- * buddy, untouched (so still zeros), and the run's pieces are taken again at its start,
- * largest first (buddy_alloc_at), so that the rest of the chunk is free for any other
- * chunk. Between the two steps another thread may take part of the chunk: then the
- * pieces taken so far go back and false says so. No step waits for anyone. */
+ * buddy as it was (its dirty_free bits, if any, stay set), and the run's pieces are taken
+ * again at its start, largest first (buddy_alloc_at), so that the rest of the chunk is
+ * free for any other chunk. Between the two steps another thread may take part of the
+ * chunk: then the pieces taken so far go back and false says so. No step waits for
+ * anyone. */
 static bool run_carve(char *chunk, unsigned cls)
 {
     struct buddy *buddy = arena_of(chunk)->buddy;
