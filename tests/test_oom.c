@@ -929,6 +929,60 @@ static void decommit_ranges_in_one_call(void)
     CHECK(in_child(decommit_ranges_in_one_call_body) == 0);
 }
 
+/* Decommits go to the kernel in pieces of at most 1 MiB (os.c, DECOMMIT_PIECE), both one
+ * by one and as the vectors of one call, which takes at most 256 of them: ranges that
+ * cross MiB boundaries at odd pages, and one of 257 MiB that does not fit in a call,
+ * must each read as zeros afterwards, and the pages around them keep their bytes. */
+#define MIB_BYTES ((size_t)1 << 20)
+static void decommit_in_pieces_body(void)
+{
+    size_t size = 264 * MIB_BYTES;
+    unsigned char *map =
+        mmap(NULL, size + MIB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(map != MAP_FAILED);
+    unsigned char *p = (unsigned char *)(((uintptr_t)map + MIB_BYTES - 1) & ~(MIB_BYTES - 1));
+    const size_t first[3] = {MIB_BYTES / 2 + 3 * OS_PAGE_SIZE, 4 * MIB_BYTES, 262 * MIB_BYTES};
+    const size_t len[3] = {3 * MIB_BYTES - 5 * OS_PAGE_SIZE, 257 * MIB_BYTES,
+                           MIB_BYTES / 2 + OS_PAGE_SIZE};
+    const size_t step = 64 << 10; /* one byte per 64 KiB, and each range's first and last */
+    for (size_t at = 0; at < size; at += step)
+        p[at] = 0xcd;
+    for (unsigned i = 0; i < 3; i++) {
+        p[first[i]] = 0xcd;
+        p[first[i] + len[i] - 1] = 0xcd;
+        p[first[i] - 1] = 0xcd;
+        p[first[i] + len[i]] = 0xcd;
+    }
+    struct iovec ranges[3];
+    bool clean[3];
+    for (unsigned i = 0; i < 3; i++)
+        ranges[i] = (struct iovec){p + first[i], len[i]};
+    os_decommit_ranges(ranges, 3, clean);
+    unsigned wrong = 0;
+    for (unsigned i = 0; i < 3; i++) {
+        CHECK(clean[i]);
+        wrong += p[first[i]] != 0 || p[first[i] + len[i] - 1] != 0;
+        wrong += p[first[i] - 1] != 0xcd || p[first[i] + len[i]] != 0xcd;
+        for (size_t at = (first[i] + step - 1) / step * step; at < first[i] + len[i]; at += step)
+            wrong += p[at] != 0;
+    }
+    CHECK(wrong == 0);
+    /* One decommit alone, across 3 MiB from an odd page. */
+    unsigned char *q = p + 7 * OS_PAGE_SIZE;
+    memset(q - 1, 0xcd, 3 * MIB_BYTES + 2);
+    CHECK(os_decommit(q, 3 * MIB_BYTES));
+    wrong = q[-1] != 0xcd || q[3 * MIB_BYTES] != 0xcd;
+    for (size_t i = 0; i < 3 * MIB_BYTES; i++)
+        wrong += q[i] != 0;
+    CHECK(wrong == 0);
+    munmap(map, size + MIB_BYTES);
+}
+
+static void decommit_in_pieces(void)
+{
+    CHECK(in_child(decommit_in_pieces_body) == 0);
+}
+
 /* A kernel without the call (simulated: the call fails with `error` before reaching
  * it): one attempt, then madvise for every range, errno as it was, and purged runs still
  * read as zeros. */
@@ -1150,6 +1204,7 @@ int main(int argc, char **argv)
     RUN(refused_unmaps_are_retried);
     RUN(refused_decommit_keeps_chunk_dirty);
     RUN(decommit_ranges_in_one_call);
+    RUN(decommit_in_pieces);
     RUN(decommit_ranges_fall_back);
     RUN(filtered_thread_never_batches);
     RUN(decommit_ranges_after_main_exit);
