@@ -256,15 +256,16 @@ bool os_room_for(size_t size)
     return true;
 }
 
-/* Each MADV_DONTNEED covers at most this much, aligned on it. On a VM whose hypervisor
- * shadows the guest's page tables (the project's 2-core machines since 2026-12-04), one
- * call that empties whole 2 MiB page-table ranges made every later touch of the process's
- * other resident pages slow, as user time: a program touching a word in each page of 400
- * MiB, with 16 MiB given back per pass, took 6.2 s with one call per pass, 0.64 s with
- * 1 MiB calls and 0.03 s with none (the 1 MiB pieces' faults); `build/bench/large` at one
- * thread took 2.2 s against tcmalloc's 1.45, and 1.45-1.51 s with 1 MiB calls
- * (docs/BENCHMARKS.md, "Decommits in pieces"). Elsewhere the pieces cost one system call
- * per MiB, small against faulting that MiB in again. */
+/* A decommit longer than this goes to the kernel in pieces of at most this much, aligned
+ * on it; a shorter one goes whole (it cannot empty a 2 MiB page-table range). On a VM
+ * whose hypervisor shadows the guest's page tables (the project's 2-core machines since
+ * 2026-12-04), one call that emptied whole 2 MiB page-table ranges made every later touch
+ * of the process's other resident pages slow, as user time: a program touching a word in
+ * each page of 400 MiB, with 16 MiB given back per pass, took 6.2 s with one call per
+ * pass, 0.64 s with 1 MiB calls and 0.03 s with none (the 1 MiB pieces' faults);
+ * `build/bench/large` at one thread took 2.2 s against tcmalloc's 1.45, and 1.4-1.6 s
+ * with 1 MiB calls (docs/BENCHMARKS.md, "Decommits in pieces"). Elsewhere the pieces cost
+ * a system call (or a vector) per MiB, small against faulting that MiB in again. */
 #define DECOMMIT_PIECE ((size_t)1 << 20)
 
 /* The end of the piece of [at, end) that starts at `at`. */
@@ -279,6 +280,8 @@ bool os_decommit(void *addr, size_t size)
     if (os_fault())
         return false;
     os_count(STATS_MADVISE_CALLS, size);
+    if (size <= DECOMMIT_PIECE)
+        return platform_decommit(addr, size);
     bool done = true;
     for (char *at = addr, *end = at + size; at < end; at = decommit_piece_end(at, end))
         done &= platform_decommit(at, (size_t)(decommit_piece_end(at, end) - at));
@@ -299,12 +302,11 @@ void os_fault_refuse_ranges(int error)
 }
 #endif
 
-/* Pieces one call passes at most (a kernel takes up to 1,024): the ranges that do not fit
- * are left to the caller's own calls, as ranges the kernel did not drop. */
-#define DECOMMIT_PIECES_MAX 256
+/* Pieces of one long range that one call passes (a small array: a purge may run in a
+ * signal handler on an alternate stack of 8 KiB, docs/GUARANTEES.md, "Signal handlers"). */
+#define DECOMMIT_PIECES_CALL 16
 
-/* The ranges as DECOMMIT_PIECE pieces, in one call; the bytes dropped, from the start. */
-static long decommit_ranges_call(const struct iovec *ranges, unsigned count)
+static long decommit_call(const struct iovec *ranges, unsigned count)
 {
 #if OS_FAULT_INJECTION
     int error = atomic_load_explicit(&fault_ranges_error, memory_order_relaxed);
@@ -313,19 +315,48 @@ static long decommit_ranges_call(const struct iovec *ranges, unsigned count)
         return -1;
     }
 #endif
-    struct iovec piece[DECOMMIT_PIECES_MAX];
-    unsigned pieces = 0;
-    for (unsigned i = 0; i < count; i++) {
-        char *at = ranges[i].iov_base, *end = at + ranges[i].iov_len;
-        unsigned needed = 0;
-        for (char *p = at; p < end; p = decommit_piece_end(p, end))
-            needed++;
-        if (pieces + needed > DECOMMIT_PIECES_MAX)
+    return platform_decommit_ranges(ranges, count);
+}
+
+/* The ranges in as few calls as DECOMMIT_PIECE allows: a row of ranges of at most a piece
+ * each goes in one call as it is, a longer range in pieces, DECOMMIT_PIECES_CALL to a
+ * call. Returns the bytes dropped from the start, or -1 (errno set) if the first call was
+ * refused; a call that drops less than it was given ends it. */
+static long decommit_ranges_call(const struct iovec *ranges, unsigned count)
+{
+    long dropped = 0;
+    size_t into = 0; /* bytes of ranges[i] dropped by earlier calls */
+    for (unsigned i = 0; i < count;) {
+        struct iovec piece[DECOMMIT_PIECES_CALL];
+        const struct iovec *batch = ranges + i;
+        unsigned n = 0;
+        size_t want = 0;
+        while (i + n < count && ranges[i + n].iov_len <= DECOMMIT_PIECE)
+            want += ranges[i + n++].iov_len;
+        if (n > 0) {
+            i += n;
+        } else {
+            char *at = (char *)ranges[i].iov_base + into;
+            char *end = (char *)ranges[i].iov_base + ranges[i].iov_len;
+            for (; at < end && n < DECOMMIT_PIECES_CALL; at = decommit_piece_end(at, end)) {
+                piece[n] = (struct iovec){at, (size_t)(decommit_piece_end(at, end) - at)};
+                want += piece[n++].iov_len;
+            }
+            batch = piece;
+            into += want;
+            if (at == end) {
+                i++;
+                into = 0;
+            }
+        }
+        long got = decommit_call(batch, n);
+        if (got < 0)
+            return dropped == 0 ? -1 : dropped;
+        dropped += got;
+        if ((size_t)got != want)
             break;
-        for (; at < end; at = decommit_piece_end(at, end))
-            piece[pieces++] = (struct iovec){at, (size_t)(decommit_piece_end(at, end) - at)};
     }
-    return pieces == 0 ? 0 : platform_decommit_ranges(piece, pieces);
+    return dropped;
 }
 
 /* Ranges from which the one call pays: it saves count - 1 madvise calls, each with its

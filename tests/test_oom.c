@@ -929,10 +929,11 @@ static void decommit_ranges_in_one_call(void)
     CHECK(in_child(decommit_ranges_in_one_call_body) == 0);
 }
 
-/* Decommits go to the kernel in pieces of at most 1 MiB (os.c, DECOMMIT_PIECE), both one
- * by one and as the vectors of one call, which takes at most 256 of them: ranges that
- * cross MiB boundaries at odd pages, and one of 257 MiB that does not fit in a call,
- * must each read as zeros afterwards, and the pages around them keep their bytes. */
+/* Decommits longer than 1 MiB go to the kernel in pieces of at most 1 MiB (os.c,
+ * DECOMMIT_PIECE), one by one or as the vectors of calls of 16 pieces each, after the
+ * shorter ranges before them, which go as they are: ranges that cross MiB boundaries at
+ * odd pages, one of 257 MiB that takes 17 calls, and a short one after it must each read
+ * as zeros afterwards, and the pages around them keep their bytes. */
 #define MIB_BYTES ((size_t)1 << 20)
 static void decommit_in_pieces_body(void)
 {
