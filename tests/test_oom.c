@@ -934,17 +934,15 @@ static void decommit_ranges_in_one_call(void)
  * shorter ranges before them, which go as they are: ranges that cross MiB boundaries at
  * odd pages, one of 257 MiB that takes 17 calls, and a short one after it must each read
  * as zeros afterwards, and the pages around them keep their bytes. */
-#define MIB_BYTES ((size_t)1 << 20)
 static void decommit_in_pieces_body(void)
 {
-    size_t size = 264 * MIB_BYTES;
+    size_t size = 264 * MIB;
     unsigned char *map =
-        mmap(NULL, size + MIB_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        mmap(NULL, size + MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     REQUIRE(map != MAP_FAILED);
-    unsigned char *p = (unsigned char *)(((uintptr_t)map + MIB_BYTES - 1) & ~(MIB_BYTES - 1));
-    const size_t first[3] = {MIB_BYTES / 2 + 3 * OS_PAGE_SIZE, 4 * MIB_BYTES, 262 * MIB_BYTES};
-    const size_t len[3] = {3 * MIB_BYTES - 5 * OS_PAGE_SIZE, 257 * MIB_BYTES,
-                           MIB_BYTES / 2 + OS_PAGE_SIZE};
+    unsigned char *p = (unsigned char *)(((uintptr_t)map + MIB - 1) & ~(MIB - 1));
+    const size_t first[3] = {MIB / 2 + 3 * OS_PAGE_SIZE, 4 * MIB, 262 * MIB};
+    const size_t len[3] = {3 * MIB - 5 * OS_PAGE_SIZE, 257 * MIB, MIB / 2 + OS_PAGE_SIZE};
     const size_t step = 64 << 10; /* one byte per 64 KiB, and each range's first and last */
     for (size_t at = 0; at < size; at += step)
         p[at] = 0xcd;
@@ -970,13 +968,13 @@ static void decommit_in_pieces_body(void)
     CHECK(wrong == 0);
     /* One decommit alone, across 3 MiB from an odd page. */
     unsigned char *q = p + 7 * OS_PAGE_SIZE;
-    memset(q - 1, 0xcd, 3 * MIB_BYTES + 2);
-    CHECK(os_decommit(q, 3 * MIB_BYTES));
-    wrong = q[-1] != 0xcd || q[3 * MIB_BYTES] != 0xcd;
-    for (size_t i = 0; i < 3 * MIB_BYTES; i++)
+    memset(q - 1, 0xcd, 3 * MIB + 2);
+    CHECK(os_decommit(q, 3 * MIB));
+    wrong = q[-1] != 0xcd || q[3 * MIB] != 0xcd;
+    for (size_t i = 0; i < 3 * MIB; i++)
         wrong += q[i] != 0;
     CHECK(wrong == 0);
-    munmap(map, size + MIB_BYTES);
+    munmap(map, size + MIB);
 }
 
 static void decommit_in_pieces(void)
