@@ -31,6 +31,7 @@
 #include "buddy.h"
 #include "common.h"
 #include "invariant.h"
+#include "mapcache.h"
 #include "os.h"
 #include "park.h"
 #include "platform.h"
@@ -941,6 +942,7 @@ size_t arena_purge_all(void)
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
         released += purge_class(cls, 0, 0, true, false, NULL);
     released += dirty_free_sweep(0, 0, true) != 0;
+    released += mapcache_release(0, 0, true);
     os_retry();
     return released;
 }
@@ -989,6 +991,7 @@ static uint64_t purge_due(uint32_t now, uint32_t delay, bool merge)
      * long, and a shorter wait trims blocks that a moment later give their run back. */
     tails_trim(now, purge_delay(), false);
     dirty_free_sweep(now, delay, false);
+    mapcache_release(now, delay, false);
     uint64_t released = 0;
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++) {
         bool large_released = false;
@@ -1019,9 +1022,12 @@ static uint64_t purge_if_due(uint32_t now, uint32_t gap, uint32_t delay, bool me
     return purge_due(now, delay, merge);
 }
 
-/* True if no chunk waits on any dirty stack (relaxed: a glance, acted on later). */
+/* True if no chunk waits on any dirty stack and no mapping in the mapcache (relaxed: a
+ * glance, acted on later). */
 static bool dirty_all_empty(void)
 {
+    if (mapcache_waiting())
+        return false;
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
         if (dirty_class_waiting(cls))
             return false;

@@ -16,9 +16,11 @@
 
 #include "arena.h"
 #include "invariant.h"
+#include "mapcache.h"
 #include "os.h"
 #include "pagemap.h"
 #include "park.h"
+#include "platform.h"
 #include "vgclient.h"
 #include "stats.h"
 
@@ -120,7 +122,7 @@ static struct descriptor *desc_chunk(uint32_t chunk_index)
     if (chunk)
         return chunk;
     size_t bytes = sizeof(struct descriptor) << DESC_CHUNK_SHIFT;
-    struct descriptor *fresh = os_map(bytes, OS_PAGE_SIZE);
+    struct descriptor *fresh = mapcache_map(bytes, OS_PAGE_SIZE);
     if (!fresh)
         return NULL;
     LFH_PARK(HEAP_DESC_CHUNK);
@@ -218,10 +220,16 @@ static void large_pages_release(char *start, size_t size, bool os_backed, bool g
             return;
         secure_guard_put();
     }
-    if (os_backed)
-        os_unmap(start, size);
-    else
+    if (!os_backed) {
         arena_free(start, size);
+        return;
+    }
+    /* Kept for the next huge block (mapcache.h); the tick first gives back what waited
+     * its delay, so that a program whose huge blocks never fit the kept ones (each a
+     * little bigger) does not hold them until some small block's slow path. */
+    arena_tick();
+    if (!mapcache_put(start, size, platform_now_ms()))
+        os_unmap_resident(start, size);
 }
 
 static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
@@ -496,10 +504,14 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     size_t chunk_request = bytes < align ? align : bytes;
     d->os_backed = chunk_request > ARENA_MAX_CHUNK;
     if (d->os_backed) {
-        start = os_map(bytes, align);
-        if (start)
-            os_advise_huge(start, bytes);
-        *zeroed = true;
+        /* A kept mapping holds its last tenant's bytes; a fresh one reads as zeros. */
+        start = mapcache_take(bytes, align);
+        *zeroed = start == NULL;
+        if (!start) {
+            start = mapcache_map(bytes, align);
+            if (start)
+                os_advise_huge(start, bytes);
+        }
     } else {
         start = arena_alloc_large(chunk_request, zeroed, &bytes);
     }
@@ -602,7 +614,7 @@ static void *mapping_resize(struct descriptor *d, size_t bytes, size_t align)
     if (bytes < old_bytes) {
         /* Shrink in place: the tail holds no page-map entry (only the first page does,
          * and the block keeps it), so the kernel may hand it out at once. */
-        os_unmap(old + bytes, old_bytes - bytes);
+        os_unmap_resident(old + bytes, old_bytes - bytes);
         STATS_ADD(STATS_HUGE_BYTES_OUT, old_bytes - bytes);
         d->size = bytes;
         return old;
@@ -618,7 +630,7 @@ static void *mapping_resize(struct descriptor *d, size_t bytes, size_t align)
     }
     /* Else reserve the destination ourselves and register it first, so that no step
      * after the move can fail; then let the kernel move the pages (no copy). */
-    char *dest = os_map(bytes, align);
+    char *dest = mapcache_map(bytes, align);
     if (!dest)
         return NULL;
     if (!pagemap_set(dest, OS_PAGE_SIZE, d)) {

@@ -288,6 +288,14 @@ bool os_decommit(void *addr, size_t size)
     return done;
 }
 
+void os_unmap_resident(void *addr, size_t size)
+{
+    /* A refused decommit leaves the pages to the unmap, which drops them all the same. */
+    if (size > DECOMMIT_PIECE)
+        os_decommit(addr, size);
+    os_unmap(addr, size);
+}
+
 /* Set once the kernel refused process_madvise on the process itself for a reason that
  * will not change (an older kernel): from then on every range has its own madvise.
  * Relaxed: threads that raced past it only try once more each. */

@@ -40,6 +40,12 @@ void *os_map(size_t size, size_t align);
  * stays reserved until a later os_retry unmaps it; nobody may touch it meanwhile. */
 void os_unmap(void *addr, size_t size);
 
+/* os_unmap for a range that may hold many resident pages (a freed huge block): they are
+ * first decommitted in os_decommit's pieces, since one unmap of a long resident range
+ * slows the process's later touches of its other pages as one long madvise does
+ * (docs/BENCHMARKS.md, "Huge blocks kept"). */
+void os_unmap_resident(void *addr, size_t size);
+
 /* True if `size` more bytes of read-write memory could be mapped now (`ulimit -v`,
  * `ulimit -d`): a mapping made and given back at once. A hint, as another thread may map
  * meanwhile. */

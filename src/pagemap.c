@@ -6,6 +6,7 @@
 #include "pagemap.h"
 
 #include "invariant.h"
+#include "mapcache.h"
 #include "os.h"
 #include "park.h"
 
@@ -24,7 +25,7 @@ static pagemap_entry *pagemap_leaf(size_t root_index)
     if (offset)
         return leaf_at(offset);
     size_t bytes = PAGEMAP_LEAF_SIZE * sizeof(pagemap_entry);
-    pagemap_entry *fresh = os_map(bytes, OS_PAGE_SIZE);
+    pagemap_entry *fresh = mapcache_map(bytes, OS_PAGE_SIZE);
     if (!fresh)
         return NULL;
     uintptr_t fresh_offset = (uintptr_t)fresh - (uintptr_t)pagemap.zero_leaf;

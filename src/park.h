@@ -49,6 +49,7 @@
     X(ARENA_TRIM_TAKEN, "arena.trim_taken")                                                        \
     X(ARENA_SWEEP_TAKEN, "arena.sweep_taken")                                                      \
     X(ARENA_TAIL_CLAIMED, "arena.tail_claimed")                                                    \
+    X(MAPCACHE_CLAIMED, "mapcache.claimed")                                                        \
     X(BUDDY_ALLOC_CLIMB, "buddy.alloc_climb")                                                      \
     X(BUDDY_FREE_CLIMB, "buddy.free_climb")                                                        \
     X(BUDDY_FREE_MARKED, "buddy.free_marked")                                                      \

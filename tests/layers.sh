@@ -15,7 +15,7 @@ LAYERS=(
     "out sizeclass"
     "stats"                              # the counters: a leaf every layer counts into
     "os"
-    "buddy+buddy_impl+buddy_flat+buddy_packed secure"
+    "buddy+buddy_impl+buddy_flat+buddy_packed secure mapcache"
     "arena heap_types"
     "pagemap"
     "heap"

@@ -28,6 +28,7 @@
 #include "arena.h"
 #include "heap.h"
 #include "lfheap.h"
+#include "mapcache.h"
 #include "os.h"
 #include "testutil.h"
 
@@ -128,6 +129,9 @@ static bool arenas_whole(void)
  * unmap pending, no descriptor in use, no dirty chunk left, every arena whole. */
 static bool memory_is_back(void)
 {
+    /* Freed huge blocks kept for the next one (src/mapcache.h) are memory given back
+     * late, not lost: unmapped first, their unmaps then count as any other. */
+    mapcache_release(0, 0, true);
     struct os_fault_stats stats;
     os_fault_stats(&stats);
     size_t in_use = heap_descriptors_in_use();
@@ -181,12 +185,14 @@ static void refused_unmaps_are_retried_body(void)
     lfh_free(huge[0]);
     lfh_free(huge[1]);
     CHECK(lfh_realloc(huge[2], 20 * MIB) == huge[2]); /* in place: the tail stays */
+    /* The two freed blocks are kept for the next huge block (src/mapcache.h): only the
+     * tail's unmap was refused so far. */
     struct os_fault_stats stats;
     os_fault_stats(&stats);
-    CHECK(stats.pending == 3);
+    CHECK(stats.pending == 1);
     CHECK(is_mapped(huge[0]) && is_mapped(huge[1]) && is_mapped(huge[2] + 30 * MIB));
     CHECK(huge[2][KIB - 1] == 3 && lfh_malloc_usable_size(huge[2]) >= 20 * MIB);
-    lfh_malloc_trim(0); /* still refused */
+    lfh_malloc_trim(0); /* unmaps the kept two: refused as well */
     os_fault_stats(&stats);
     CHECK(stats.pending == 3);
     os_fault_inject(0, false); /* memory returns */

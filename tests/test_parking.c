@@ -559,6 +559,23 @@ static void victim_large(struct actor *a)
         release(&blocks[i]);
 }
 
+/* A block of its own mapping freed and asked for again: the second takes the mapping the
+ * first left kept (src/mapcache.h), and the claim is where the victim parks. */
+static void victim_huge_twice(void)
+{
+    size_t size = ARENA_SIZE + MIB;
+    for (int i = 0; i < 2 && !victim_should_stop(); i++) {
+        unsigned char *p = lfh_malloc(size);
+        if (!p) {
+            fail("victim: malloc(%zu) returned NULL", size);
+            return;
+        }
+        memset(p, 0x3c, 4096);
+        p[size - 1] = 0x3c;
+        lfh_free(p);
+    }
+}
+
 static void *victim_main(void *arg)
 {
     in_victim = true;
@@ -573,6 +590,8 @@ static void *victim_main(void *arg)
             victim_grow(ARENA_SIZE, 16, arena_mapped() + 1024); /* a leaf: 512 arenas */
         else if (point == PARK_PAGEMAP_LEAF_MAPPED)
             victim_grow((size_t)1 << 30, 16, 32); /* a leaf covers 4 GiB */
+        else if (point == PARK_MAPCACHE_CLAIMED)
+            victim_huge_twice();
         for (int i = 0; i < 2000 && !victim_should_stop(); i++)
             run_op(a);
         for (unsigned s = 0; s < a->slot_count; s++)

@@ -60,7 +60,16 @@
  * short delay's purge waits its floor (arena.c, SHORT_DELAY_FLOOR_MS) and each step
  * reuses the run the last one freed: the steps fault in less than a quarter of what they
  * faulted in when every freed run went back (256 pages each). And the run freed last,
- * which nobody asks for again, still goes back.
+ * which nobody asks for again, still goes back. *
+ * `test_purge huge` (run with a purge delay of a minute): a block larger than an arena
+ * (its own mapping) is kept after its free and handed out again, same address, to the
+ * next request it holds (src/mapcache.h): a block of the same size, a smaller one of at
+ * least half its size (whose tail is unmapped), a bigger one of at most twice its size
+ * (the mapping grown), not one more than twice smaller or bigger; calloc from a kept
+ * mapping reads as zeros; a write-only loop over such blocks
+ * keeps faulting nothing in; and malloc_trim unmaps what is kept. `test_purge hugedelay`
+ * (a delay of 200 ms): a kept mapping goes back once it has waited the delay, at the next
+ * huge block's free, and the resident size falls back.
  */
 #include "alloc_names.h"
 #include "testutil.h"
@@ -692,8 +701,138 @@ static void freed_runs_serve_other_sizes(void)
     CHECK(end - start < 32 << 10);
 }
 
+/* ---- huge blocks kept for the next (src/mapcache.h) ------------------------------------ */
+
+enum { HUGE_MIB = 160 }; /* past twice an arena, so that half of it is still its own mapping */
+#define HUGE_BYTES ((size_t)HUGE_MIB << 20)
+
+static bool mapped(const void *p)
+{
+    unsigned char resident;
+    return mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 1, &resident) == 0;
+}
+
+static void write_pages(unsigned char *p, size_t size, unsigned char value)
+{
+    for (size_t at = 0; at < size; at += 4096)
+        p[at] = value;
+    p[size - 1] = value;
+}
+
+static void huge_blocks_are_kept_for_the_next(void)
+{
+    unsigned char *a = T_MALLOC(HUGE_BYTES);
+    REQUIRE(a);
+    write_pages(a, HUGE_BYTES, 0x5a);
+    T_FREE(a);
+    /* Kept: still mapped, and handed out again to the same size. */
+    CHECK(mapped(a));
+    unsigned char *b = T_MALLOC(HUGE_BYTES);
+    CHECK(b == a);
+    REQUIRE(b);
+    /* A write-only loop over a kept block faults nothing in again. */
+    long before = minor_faults();
+    for (int round = 0; round < 8; round++) {
+        write_pages(b, HUGE_BYTES, (unsigned char)round);
+        T_FREE(b);
+        b = T_MALLOC(HUGE_BYTES);
+        REQUIRE(b);
+    }
+    long faults = minor_faults() - before;
+    printf("# faults over 8 rounds of a kept %d MiB block: %ld (a round faults %zu pages "
+           "in when nothing is kept)\n",
+           HUGE_MIB, faults, HUGE_BYTES / 4096);
+    CHECK(faults < (long)(HUGE_BYTES / 4096) / 4);
+    write_pages(b, HUGE_BYTES, 0x77);
+    T_FREE(b);
+    /* calloc from a kept mapping: zeros, though the last tenant wrote every page. */
+    unsigned char *z = T_CALLOC(1, HUGE_BYTES);
+    REQUIRE(z);
+    CHECK(z == a);
+    bool zero = true;
+    for (size_t at = 0; at < HUGE_BYTES; at += 4096)
+        zero &= z[at] == 0 && z[at + 4095] == 0;
+    CHECK(zero);
+    T_FREE(z);
+    /* More than twice smaller: a fresh mapping (the kept one waits for a bigger). */
+    size_t small = (HUGE_BYTES / 2) - (1 << 20);
+    unsigned char *s = T_MALLOC(small);
+    REQUIRE(s);
+    CHECK(s != a && mapped(a));
+    /* More than twice bigger: fresh too. */
+    unsigned char *big = T_MALLOC(2 * HUGE_BYTES + (4 << 20));
+    REQUIRE(big);
+    CHECK(big != a && mapped(a));
+    T_FREE(big);
+    T_FREE(s);
+    T_MALLOC_TRIM(0);
+    /* Bigger, at most twice: the kept mapping grown (where it is, or its pages moved):
+     * the last tenant's bytes are there, the pages past them read as zeros. */
+    a = T_MALLOC(HUGE_BYTES);
+    REQUIRE(a);
+    write_pages(a, HUGE_BYTES, 9);
+    T_FREE(a);
+    size_t more = HUGE_BYTES + (32 << 20);
+    unsigned char *g = T_MALLOC(more);
+    REQUIRE(g);
+    CHECK(g[0] == 9 && g[HUGE_BYTES - 4096] == 9 && g[HUGE_BYTES] == 0 && g[more - 1] == 0);
+    CHECK(g == a || !mapped(a));
+    write_pages(g, more, 10);
+    T_FREE(g);
+    /* Smaller, at least half: the smallest kept mapping that holds it, its tail unmapped. */
+    T_MALLOC_TRIM(0);
+    a = T_MALLOC(HUGE_BYTES);
+    REQUIRE(a);
+    write_pages(a, HUGE_BYTES, 1);
+    T_FREE(a);
+    size_t less = HUGE_BYTES - (16 << 20);
+    unsigned char *c = T_MALLOC(less);
+    CHECK(c == a);
+    REQUIRE(c);
+    CHECK(T_MALLOC_USABLE_SIZE(c) >= less && T_MALLOC_USABLE_SIZE(c) < HUGE_BYTES);
+    CHECK(!mapped(a + less + (8 << 20)));
+    CHECK(c[0] == 1 && c[less - 4096] == 1); /* the last tenant's bytes: malloc clears nothing */
+    write_pages(c, less, 2);
+    T_FREE(c);
+    /* malloc_trim unmaps what is kept. */
+    CHECK(mapped(c));
+    T_MALLOC_TRIM(0);
+    CHECK(!mapped(c));
+}
+
+static void kept_huge_blocks_go_back_after_the_delay(void)
+{
+    long start = test_rss_kib();
+    unsigned char *a = T_MALLOC(HUGE_BYTES);
+    REQUIRE(a);
+    write_pages(a, HUGE_BYTES, 3);
+    T_FREE(a);
+    CHECK(mapped(a));
+    long kept = test_rss_kib();
+    usleep(400 * 1000); /* twice the delay */
+    /* The next huge block's free purges what waited the delay (and keeps this one). */
+    unsigned char *b = T_MALLOC(HUGE_BYTES * 3);
+    REQUIRE(b);
+    b[0] = 1;
+    T_FREE(b);
+    long end = test_rss_kib();
+    printf("# rss: start %ld KiB, one %d MiB block kept %ld KiB, after the delay %ld KiB\n", start,
+           HUGE_MIB, kept, end);
+    CHECK(kept - start > HUGE_MIB * 1024 / 2);
+    CHECK(!mapped(a));
+    CHECK(end - start < 16 * 1024);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "huge") == 0) {
+        RUN(huge_blocks_are_kept_for_the_next);
+        return test_exit_status();
+    }
+    if (argc > 1 && strcmp(argv[1], "hugedelay") == 0) {
+        RUN(kept_huge_blocks_go_back_after_the_delay);
+        return test_exit_status();
+    }
     if (argc > 1 && strcmp(argv[1], "phases") == 0) {
         RUN(freed_runs_serve_other_sizes);
         return test_exit_status();

@@ -45,6 +45,10 @@ run purge-pool-rebuild-preloaded env LFHEAP_PURGE_MS=1000 LD_PRELOAD="$lib" buil
 run purge-regrow-preloaded env LFHEAP_PURGE_MS=0 LD_PRELOAD="$lib" build/t-plain/test_purge regrow
 # Freed runs serve other sizes, still resident, once the arenas are full (test_purge.c).
 run purge-phases-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge phases
+# Huge blocks (their own mappings) are kept for the next one, and malloc_trim unmaps them.
+run purge-huge-kept-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge huge
+# A kept mapping goes back once it has waited the delay (200 ms).
+run purge-huge-delay-preloaded env LFHEAP_PURGE_MS=200 LD_PRELOAD="$lib" build/t-plain/test_purge hugedelay
 # Freed runs a program's new sizes cannot use go back early (after 1/16 of a 3.2 s delay).
 run purge-on-shift-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" build/t-plain/test_purge shift
 # A purge of superblocks' chunks alone is not regretted (test_purge.c explains).
