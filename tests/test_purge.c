@@ -719,6 +719,18 @@ static void write_pages(unsigned char *p, size_t size, unsigned char value)
     p[size - 1] = value;
 }
 
+/* After malloc_trim unmapped everything kept: one huge block written with `value` and
+ * freed, so that it is the only one kept. Returns where it was. */
+static unsigned char *kept_alone(unsigned char value)
+{
+    T_MALLOC_TRIM(0);
+    unsigned char *p = T_MALLOC(HUGE_BYTES);
+    REQUIRE(p);
+    write_pages(p, HUGE_BYTES, value);
+    T_FREE(p);
+    return p;
+}
+
 static void huge_blocks_are_kept_for_the_next(void)
 {
     unsigned char *a = T_MALLOC(HUGE_BYTES);
@@ -765,13 +777,9 @@ static void huge_blocks_are_kept_for_the_next(void)
     CHECK(big != a && mapped(a));
     T_FREE(big);
     T_FREE(s);
-    T_MALLOC_TRIM(0);
     /* Bigger, at most twice: the kept mapping grown (where it is, or its pages moved):
      * the last tenant's bytes are there, the pages past them read as zeros. */
-    a = T_MALLOC(HUGE_BYTES);
-    REQUIRE(a);
-    write_pages(a, HUGE_BYTES, 9);
-    T_FREE(a);
+    a = kept_alone(9);
     size_t more = HUGE_BYTES + (32 << 20);
     unsigned char *g = T_MALLOC(more);
     REQUIRE(g);
@@ -780,11 +788,7 @@ static void huge_blocks_are_kept_for_the_next(void)
     write_pages(g, more, 10);
     T_FREE(g);
     /* Smaller, at least half: the smallest kept mapping that holds it, its tail unmapped. */
-    T_MALLOC_TRIM(0);
-    a = T_MALLOC(HUGE_BYTES);
-    REQUIRE(a);
-    write_pages(a, HUGE_BYTES, 1);
-    T_FREE(a);
+    a = kept_alone(1);
     size_t less = HUGE_BYTES - (16 << 20);
     unsigned char *c = T_MALLOC(less);
     CHECK(c == a);
