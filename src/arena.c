@@ -1583,8 +1583,13 @@ static void *fresh_chunk(size_t chunk)
         p = alloc_from_arenas(chunk, &seen, false);
     if (!p)
         p = alloc_from_new_arena(chunk, seen);
-    if (!p && arena_purge_all() > 0)
+    /* The purge fills the buddies, and unmaps the kept huge mappings (mapcache.h), whose
+     * address space only a new arena can use: both are tried again. */
+    if (!p && arena_purge_all() > 0) {
         p = alloc_from_arenas(chunk, &seen, false);
+        if (!p)
+            p = alloc_from_new_arena(chunk, seen);
+    }
     return p;
 }
 

@@ -228,7 +228,9 @@ static void large_pages_release(char *start, size_t size, bool os_backed, bool g
      * its delay, so that a program whose huge blocks never fit the kept ones (each a
      * little bigger) does not hold them until some small block's slow path. */
     arena_tick();
-    if (!mapcache_put(start, size, platform_now_ms()))
+    /* Only blocks above an arena: a small block mapped on its own for its alignment
+     * would take a slot that a huge block's pages could use. */
+    if (size <= ARENA_MAX_CHUNK || !mapcache_put(start, size, platform_now_ms()))
         os_unmap_resident(start, size);
 }
 

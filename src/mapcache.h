@@ -6,7 +6,7 @@
  * unmaps it every time; faults are most of that cost (docs/BENCHMARKS.md, *Huge blocks
  * kept*). A kept mapping goes back to the kernel once it has waited the purge delay, at
  * the first purge after that (the slow paths' ticks, the background purger, the next
- * huge block's free or allocation), and at every purge of everything (thread exit,
+ * huge block's free), and at every purge of everything (thread exit,
  * malloc_trim, the last resort before ENOMEM).
  *
  * At most MAPCACHE_SLOTS mappings and MAPCACHE_MAX_BYTES bytes wait. Each slot is one

@@ -375,6 +375,45 @@ static int some_room(int resource, size_t room_mib)
     return test_failures;
 }
 
+/* In a fresh process with 300 MiB of address space: a 200 MiB block written and freed
+ * stays kept for the next huge block (src/mapcache.h), and then 250 MiB of 16 KiB blocks
+ * (superblocks) need new arenas that only its address space can hold. Every one must be
+ * had: kept mappings never make a request fail for want of address space. Returns the
+ * number of failed checks. */
+static int kept_room(void)
+{
+    struct rlimit old;
+    limit_room(RLIMIT_AS, 300, &old);
+    size_t huge = 200 * MIB;
+    unsigned char *kept = malloc(huge);
+    REQUIRE(kept);
+    kept[0] = kept[huge - 1] = 1;
+    free(kept);
+    enum { BLOCK = 16 * 1024, BLOCKS = 250 * 64 };
+    static unsigned char *blocks[BLOCKS];
+    int missing = 0, damaged = 0;
+    for (int i = 0; i < BLOCKS; i++) {
+        blocks[i] = malloc(BLOCK);
+        if (!blocks[i]) {
+            missing++;
+            continue;
+        }
+        memset(blocks[i], i + 1, BLOCK);
+    }
+    for (int i = 0; i < BLOCKS; i++) {
+        if (blocks[i] && (blocks[i][0] != (unsigned char)(i + 1) ||
+                          blocks[i][BLOCK - 1] != (unsigned char)(i + 1)))
+            damaged++;
+        free(blocks[i]);
+    }
+    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+    printf("# 16 KiB blocks refused with a 200 MiB block kept: %d of %d; damaged %d\n", missing,
+           BLOCKS, damaged);
+    CHECK(missing == 0);
+    CHECK(damaged == 0);
+    return test_failures;
+}
+
 /* A check above in a new run of this program, which skips the preload check's
  * allocation before main (TEST_ON_GLIBC: the parent has made that check). */
 static void in_fresh_process(const char *mode, const char *arg)
@@ -399,6 +438,11 @@ static void little_room_gets_parts_of_arenas(void)
 static void little_data_room_gets_parts_of_arenas(void)
 {
     in_fresh_process("little-data-room", NULL);
+}
+
+static void kept_mappings_make_room_for_arenas(void)
+{
+    in_fresh_process("kept-room", NULL);
 }
 
 static void no_room_then_recovers(void)
@@ -431,6 +475,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "no-room") == 0)
         return no_room() == 0 ? 0 : 1;
+    if (argc > 1 && strcmp(argv[1], "kept-room") == 0)
+        return kept_room() == 0 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "little-room") == 0)
         return little_room(RLIMIT_AS) == 0 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "little-data-room") == 0)
@@ -442,6 +488,7 @@ int main(int argc, char **argv)
     RUN(little_room_gets_parts_of_arenas);
     RUN(little_data_room_gets_parts_of_arenas);
     RUN(no_room_then_recovers);
+    RUN(kept_mappings_make_room_for_arenas);
     RUN(every_address_space_room_serves);
     RUN(every_data_room_serves);
     /* stdout's buffer before memory runs out */
