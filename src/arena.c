@@ -991,7 +991,8 @@ static uint64_t purge_due(uint32_t now, uint32_t delay, bool merge)
      * long, and a shorter wait trims blocks that a moment later give their run back. */
     tails_trim(now, purge_delay(), false);
     dirty_free_sweep(now, delay, false);
-    mapcache_release(now, delay, false);
+    /* Kept huge mappings by the whole delay too: the pressure is the arenas'. */
+    mapcache_release(now, purge_delay(), false);
     uint64_t released = 0;
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++) {
         bool large_released = false;

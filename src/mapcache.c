@@ -34,6 +34,11 @@ static _Atomic uint32_t stamps[MAPCACHE_SLOTS];
 /* Bytes of the kept mappings, and of the ones being put: the budget. */
 static _Atomic size_t kept_bytes;
 
+bool mapcache_waiting(void)
+{
+    return atomic_load_explicit(&kept_bytes, memory_order_relaxed) != 0;
+}
+
 static inline uint64_t slot_word(const void *start, size_t bytes)
 {
     return (uint64_t)((uintptr_t)start / OS_PAGE_SIZE) << MAPCACHE_PAGE_BITS |
@@ -110,9 +115,8 @@ static void *grown(char *start, size_t have, size_t bytes, size_t align)
 
 void *mapcache_take(size_t bytes, size_t align)
 {
-    /* Relaxed glance: nothing kept, nothing to scan (the common case of a program without
-     * huge blocks never gets here, one with them pays four loads). */
-    if (atomic_load_explicit(&kept_bytes, memory_order_relaxed) == 0)
+    /* Nothing kept, nothing to scan. */
+    if (!mapcache_waiting())
         return NULL;
     for (;;) {
         /* The smallest that holds the request and is at most twice it; else the biggest
@@ -154,7 +158,7 @@ void *mapcache_take(size_t bytes, size_t align)
 
 size_t mapcache_release(uint32_t now, uint32_t delay, bool force)
 {
-    if (atomic_load_explicit(&kept_bytes, memory_order_relaxed) == 0)
+    if (!mapcache_waiting())
         return 0;
     size_t released = 0;
     for (unsigned i = 0; i < MAPCACHE_SLOTS; i++) {
@@ -179,9 +183,4 @@ void *mapcache_map(size_t bytes, size_t align)
     if (!start && mapcache_release(0, 0, true) != 0)
         start = os_map(bytes, align);
     return start;
-}
-
-bool mapcache_waiting(void)
-{
-    return atomic_load_explicit(&kept_bytes, memory_order_relaxed) != 0;
 }
