@@ -5,6 +5,8 @@ TEST_BINS += $(BUILD)/t/test_units $(BUILD)/t-tsan/test_units \
              $(BUILD)/t-tsan/test_stress $(BUILD)/t-asan/test_stress \
              $(BUILD)/t/test_threads $(BUILD)/t-plain/test_threads \
              $(BUILD)/t-plain/test_purge $(BUILD)/t/test_arena $(BUILD)/t-tsan/test_arena
+TEST_BINS += $(BUILD)/t/test_huge_threads $(BUILD)/t-plain/test_huge_threads \
+             $(BUILD)/t-tsan/test_huge_threads
 TEST_BINS += $(BUILD)/t/test_sticky $(BUILD)/t-asan/test_sticky
 TEST_BINS += $(BUILD)/t/test_address_space $(BUILD)/t-plain/test_address_space
 TEST_BINS += $(BUILD)/t-plain/test_hugepages $(BUILD)/t-plain/test_guard_budget \

@@ -49,6 +49,13 @@ run purge-phases-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-p
 run purge-huge-kept-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge huge
 # A kept mapping goes back once it has waited the delay (200 ms).
 run purge-huge-delay-preloaded env LFHEAP_PURGE_MS=200 LD_PRELOAD="$lib" build/t-plain/test_purge hugedelay
+# Threads race through the kept mappings' slots: put, take, trim, grow, release, trim all.
+run huge-threads build/t/test_huge_threads 4 120
+run huge-threads-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" \
+    build/t-plain/test_huge_threads 4 120 reuse
+run huge-threads-nodelay-preloaded env LFHEAP_PURGE_MS=0 LD_PRELOAD="$lib" \
+    build/t-plain/test_huge_threads 4 120
+run huge-threads-tsan build/t-tsan/test_huge_threads 4 60
 # Freed runs a program's new sizes cannot use go back early (after 1/16 of a 3.2 s delay).
 run purge-on-shift-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" build/t-plain/test_purge shift
 # A purge of superblocks' chunks alone is not regretted (test_purge.c explains).

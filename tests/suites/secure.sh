@@ -24,6 +24,8 @@ fi
 
 run stress-secure env LD_PRELOAD="$lib" build/t-plain/test_stress 8 40000
 run threads-secure env LD_PRELOAD="$lib" build/t-plain/test_threads
+# Huge blocks resized and freed across threads, with guard pages (nothing is kept).
+run huge-threads-secure env LD_PRELOAD="$lib" build/t-plain/test_huge_threads 4 60
 # The guard budget is read from /proc at the first large block; refused (no descriptor
 # left), it leaves errno alone.
 run errno-without-descriptors-secure env LD_PRELOAD="$lib" build/t-plain/test_api errno
