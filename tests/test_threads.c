@@ -287,6 +287,11 @@ static void concurrent_thread_churn_keeps_rss_flat(void)
             after_warmup = rss_settled();
     }
     long end = rss_settled();
+    /* On a loaded machine the last round's threads may still have been exiting, their
+     * chunks not yet due, when the first settle purged: what lfheap keeps for good stays
+     * above the bound however often it settles, what was merely late does not. */
+    for (int again = 0; again < 3 && end - after_warmup >= 8192; again++)
+        end = rss_settled();
     for (int i = 0; i < CONCURRENT_SLOTS; i++)
         T_FREE(atomic_exchange(&concurrent_slots[i], NULL));
     CHECK(atomic_load(&concurrent_bad) == 0);
