@@ -194,18 +194,17 @@ static unsigned char *make(uint64_t *rng, uint64_t tag)
     size_t size = huge_size(rng);
     unsigned kind = (unsigned)(next_random(rng) % 4);
     size_t align = (size_t)4096 << (next_random(rng) % 10); /* 4 KiB .. 2 MiB */
+    if (kind == 1)
+        size = (size + align - 1) & ~(align - 1); /* aligned_alloc's size is a multiple */
     unsigned char *block = kind == 0   ? T_CALLOC(1, size)
-                           : kind == 1 ? T_ALIGNED_ALLOC(align, (size + align - 1) & ~(align - 1))
+                           : kind == 1 ? T_ALIGNED_ALLOC(align, size)
                                        : T_MALLOC(size);
     if (!block) {
         atomic_fetch_add(&refused, 1);
         return NULL;
     }
-    if (kind == 1) {
-        size = (size + align - 1) & ~(align - 1);
-        if ((uintptr_t)block % align != 0)
-            atomic_fetch_add(&bad_align, 1);
-    }
+    if (kind == 1 && (uintptr_t)block % align != 0)
+        atomic_fetch_add(&bad_align, 1);
     if (T_MALLOC_USABLE_SIZE(block) < size) {
         fprintf(stderr, "block %p of %zu bytes: usable size %zu\n", (void *)block, size,
                 T_MALLOC_USABLE_SIZE(block));
