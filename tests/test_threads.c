@@ -271,7 +271,7 @@ static long rss_settled(void)
 static void concurrent_thread_churn_keeps_rss_flat(void)
 {
     static pthread_t threads[CONCURRENT_THREADS_MAX];
-    long after_warmup = 0, start = test_rss_kib();
+    long after_warmup = 0, huge_after_warmup = 0, start = test_rss_kib();
     for (int round = 0; round < concurrent_rounds; round++) {
         REQUIRE(pthread_barrier_init(&concurrent_start, NULL, (unsigned)concurrent_threads) == 0);
         REQUIRE(pthread_barrier_init(&concurrent_end, NULL, (unsigned)concurrent_threads) == 0);
@@ -283,8 +283,10 @@ static void concurrent_thread_churn_keeps_rss_flat(void)
             pthread_join(threads[i], NULL);
         pthread_barrier_destroy(&concurrent_start);
         pthread_barrier_destroy(&concurrent_end);
-        if (round == 4)
+        if (round == 4) {
             after_warmup = rss_settled();
+            huge_after_warmup = test_anon_huge_kib();
+        }
     }
     long end = rss_settled();
     /* On a loaded machine the last round's threads may still have been exiting, their
@@ -299,8 +301,10 @@ static void concurrent_thread_churn_keeps_rss_flat(void)
         CHECK(end - start < 24576);
     CHECK(end - after_warmup < 8192);
     if ((concurrent_rss_from_start && end - start >= 24576) || end - after_warmup >= 8192)
-        fprintf(stderr, "rss: %ld KiB at the start, %ld after round 4, %ld at the end\n", start,
-                after_warmup, end);
+        fprintf(stderr,
+                "rss: %ld KiB at the start, %ld after round 4, %ld at the end; in huge pages: "
+                "%ld after round 4, %ld at the end\n",
+                start, after_warmup, end, huge_after_warmup, test_anon_huge_kib());
 }
 
 static _Atomic int stop_busy;

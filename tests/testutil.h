@@ -52,6 +52,22 @@ static inline long test_rss_kib(void)
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/* The process's anonymous memory in transparent huge pages in KiB (AnonHugePages of
+ * /proc/self/smaps_rollup; -1 if /proc cannot tell): a huge page is resident whole. */
+static inline long test_anon_huge_kib(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    char line[256];
+    long kib = -1;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "AnonHugePages: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
 static inline int test_exit_status(void)
 {
     return test_failures ? 1 : 0;
