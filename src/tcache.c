@@ -60,9 +60,15 @@ static inline void busy_leave(void)
  * batch is large enough that returning costs about one CAS per superblock run. */
 #define TCACHE_REMOTE_BATCH 64
 
-/* Bytes a bin may cache at first and at most; the block limits follow from the class. */
+/* Bytes a bin may cache at first and at most; the block limits follow from the class.
+ * The caches' budget (tcache.h) is what bounds a thread's cache; this cap only keeps one
+ * class from taking all of a share. At 128 KiB, a thread that frees its batches of small
+ * blocks (threadtest: 50,000 of 16 bytes) gave all but 4,096 back to their superblocks
+ * and carved them again, which with 1 MiB it keeps: 67 instructions per malloc and free
+ * against 55 (docs/ARCHITECTURE.md, *Thread cache*). */
 #define TCACHE_BYTES_INITIAL 32768
-#define TCACHE_BYTES_MAX     131072
+#define TCACHE_BYTES_MAX     ((size_t)1 << 20)
+#define TCACHE_BLOCKS_MAX    65536
 
 /* Bytes of new superblocks a thread takes between two sweeps of its idle classes in its
  * fills (alloc_slow): a thread that moves on to other classes (from malloc'd blocks to
@@ -579,7 +585,7 @@ static void *alloc_slow(unsigned cls)
     /* Emptied soon after overflowing: the working set is larger than the limit; it grows
      * if the thread's share of the budget has room. */
     if (cold->last_event == TCACHE_EVENT_FLUSH) {
-        uint32_t max = clamp_blocks(TCACHE_BYTES_MAX, cls, 4, 4096);
+        uint32_t max = clamp_blocks(TCACHE_BYTES_MAX, cls, 4, TCACHE_BLOCKS_MAX);
         uint32_t grown = cold->limit * 2 > max ? max : cold->limit * 2;
         uint64_t more = (uint64_t)(grown - cold->limit) * bin->block_size;
         uint64_t share = tcache_budget_share();

@@ -65,8 +65,8 @@ struct tcache_cold {
  * and finds no room halves every other class's limit first (tcache.c, make_room); while
  * the limits exceed the share (more threads started), each overflow halves its class's
  * limit. A class keeps at least TCACHE_LIMIT_FLOOR blocks, and one whose first limit does
- * not fit starts there. One thread or a few never reach the share: 45 classes at their
- * largest limit are 5.6 MiB. */
+ * not fit starts there. A class's limit stops at 1 MiB of blocks (TCACHE_BYTES_MAX), so a
+ * thread reaches its share only with several classes at their largest. */
 #define TCACHE_BUDGET_TOTAL ((uint64_t)16 << 20)
 #define TCACHE_BUDGET_MIN   ((uint64_t)256 << 10)
 #define TCACHE_LIMIT_FLOOR  2u
