@@ -414,6 +414,77 @@ static int kept_room(void)
     return test_failures;
 }
 
+/* The calls below, each with errno 0 before it: a call that succeeds leaves it 0, one
+ * that fails leaves ENOMEM. Counts the successes that changed errno. */
+static int errno_changes;
+static int errno_failures;
+
+static void *errno_kept(void *block)
+{
+    if (block && errno != 0)
+        errno_changes++;
+    if (!block && errno != ENOMEM)
+        errno_failures++;
+    return block;
+}
+
+#define KEEPS_ERRNO(call) (errno = 0, errno_kept(call))
+
+/* In a fresh process with 512 MiB of `resource` (RLIMIT_AS or RLIMIT_DATA) room: huge
+ * blocks kept after their free (src/mapcache.h) take the room that the next requests
+ * need, and lfheap's first mapping for them is refused before it unmaps the kept ones and
+ * succeeds. That refusal is lfheap's own: every call that succeeds leaves errno as the
+ * program had it, as the C standard asks of a call whose result says it worked. Returns
+ * the number of failed checks. */
+static int errno_room(int resource)
+{
+    struct rlimit old;
+    limit_room(resource, 512, &old);
+    char *a = KEEPS_ERRNO(malloc(450 * MIB));
+    REQUIRE(a);
+    a[0] = 1;
+    free(a);
+    free(KEEPS_ERRNO(calloc(1, 70 * MIB)));
+    free(KEEPS_ERRNO(aligned_alloc(64 * MIB, 450 * MIB)));
+    void *m = NULL;
+    errno = 0;
+    if (posix_memalign(&m, 64 * MIB, 450 * MIB) == 0 && errno != 0)
+        errno_changes++;
+    free(m);
+    free(KEEPS_ERRNO(malloc(70 * MIB)));
+    a = KEEPS_ERRNO(malloc(150 * MIB));
+    char *b = a ? KEEPS_ERRNO(realloc(a, 300 * MIB)) : NULL;
+    a = b ? b : a;
+    b = KEEPS_ERRNO(realloc(a, 50 * MIB));
+    a = b ? b : a;
+    char *c = KEEPS_ERRNO(malloc(250 * MIB));
+    b = KEEPS_ERRNO(realloc(a, 175 * MIB));
+    a = b ? b : a;
+    free(a);
+    free(c);
+    a = KEEPS_ERRNO(malloc(20 * MIB));
+    free(KEEPS_ERRNO(malloc(400 * MIB)));
+    b = KEEPS_ERRNO(realloc(a, 30 * MIB));
+    a = b ? b : a;
+    b = KEEPS_ERRNO(realloc(a, 100 * MIB));
+    a = b ? b : a;
+    free(a);
+    /* Small blocks too: their arenas need the room a kept block holds. */
+    free(KEEPS_ERRNO(malloc(450 * MIB)));
+    enum { BLOCK = 16 * 1024, BLOCKS = 100 * 64 };
+    static char *blocks[BLOCKS];
+    for (int i = 0; i < BLOCKS; i++)
+        blocks[i] = KEEPS_ERRNO(malloc(BLOCK));
+    for (int i = 0; i < BLOCKS; i++)
+        free(blocks[i]);
+    REQUIRE(setrlimit(resource, &old) == 0);
+    printf("# successes that changed errno: %d; failures without ENOMEM: %d\n", errno_changes,
+           errno_failures);
+    CHECK(errno_changes == 0);
+    CHECK(errno_failures == 0);
+    return test_failures;
+}
+
 /* A check above in a new run of this program, which skips the preload check's
  * allocation before main (TEST_ON_GLIBC: the parent has made that check). */
 static void in_fresh_process(const char *mode, const char *arg)
@@ -443,6 +514,16 @@ static void little_data_room_gets_parts_of_arenas(void)
 static void kept_mappings_make_room_for_arenas(void)
 {
     in_fresh_process("kept-room", NULL);
+}
+
+static void successes_keep_errno_under_address_space_room(void)
+{
+    in_fresh_process("errno-room", NULL);
+}
+
+static void successes_keep_errno_under_data_room(void)
+{
+    in_fresh_process("errno-data-room", NULL);
 }
 
 static void no_room_then_recovers(void)
@@ -477,6 +558,10 @@ int main(int argc, char **argv)
         return no_room() == 0 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "kept-room") == 0)
         return kept_room() == 0 ? 0 : 1;
+    if (argc > 1 && strcmp(argv[1], "errno-room") == 0)
+        return errno_room(RLIMIT_AS) == 0 ? 0 : 1;
+    if (argc > 1 && strcmp(argv[1], "errno-data-room") == 0)
+        return errno_room(RLIMIT_DATA) == 0 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "little-room") == 0)
         return little_room(RLIMIT_AS) == 0 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "little-data-room") == 0)
@@ -489,6 +574,8 @@ int main(int argc, char **argv)
     RUN(little_data_room_gets_parts_of_arenas);
     RUN(no_room_then_recovers);
     RUN(kept_mappings_make_room_for_arenas);
+    RUN(successes_keep_errno_under_address_space_room);
+    RUN(successes_keep_errno_under_data_room);
     RUN(every_address_space_room_serves);
     RUN(every_data_room_serves);
     /* stdout's buffer before memory runs out */
