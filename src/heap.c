@@ -663,11 +663,12 @@ bool heap_large_stays(struct descriptor *d, size_t size)
      * to another such run, copying it, every time (a block going back and forth between
      * two runs: gperftools' tcmalloc_unittest). */
     size_t bytes = round_to_pages(size) + SECURE_GUARD_BYTES;
-    size_t held = round_to_pages(d->large_request) + SECURE_GUARD_BYTES;
     if (d->os_backed || bytes < size)
         return false;
+    /* The fifth is of the requests, not of their pages: rounded, a block of 17 pages
+     * shrunk by 19% to 13 pages looked like a shrink by more than a fifth, and moved. */
     if (bytes <= d->size)
-        return d->size - bytes <= bytes / 4 || bytes + bytes / 4 >= held;
+        return d->size - bytes <= bytes / 4 || size + size / 4 >= d->large_request;
     /* Past its bytes, a block that took part of a bigger freed run grows into the rest
      * (sqlite3's sorter doubles a buffer by realloc: moving it faulted in 10% more pages).
      * Not with a guard page at its end, which would have to move, nor under memcheck,

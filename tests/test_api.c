@@ -651,6 +651,36 @@ static void large_realloc_by_a_little_stays(void)
     CHECK(reused > 0 && roomy == 0);
 }
 
+/* A large block of the arenas that a realloc shrinks by at most a fifth of its request
+ * stays where it is, whatever the pages the two sizes round to: by pages, a block of 17
+ * pages shrunk by 19% (65,537 -> 53,000 bytes) to 13 pages was taken for a shrink by more
+ * than a fifth and moved. Sizes from just above 40 KiB (whose four fifths are above 32 KiB,
+ * still large) to 8 MiB, each shrunk to 4/5 of
+ * its request rounded up, and a few bytes less than a fifth. */
+static void large_realloc_shrink_by_a_fifth_stays(void)
+{
+    int moved = 0, tried = 0;
+    for (size_t s = 40 * 1024 + 1; s <= ((size_t)8 << 20); s = s + s / 4 + 4097) {
+        for (size_t less = 0; less <= 3; less += 3) {
+            size_t m = s - s / 5 + less; /* at least 4/5 of s */
+            unsigned char *p = T_MALLOC(s);
+            REQUIRE(p);
+            memset(p, 7, s);
+            unsigned char *q = T_REALLOC(p, m);
+            REQUIRE(q);
+            tried++;
+            if (q != p) {
+                moved++;
+                fprintf(stderr, "  realloc(%zu -> %zu) moved\n", s, m);
+            }
+            CHECK(q[0] == 7 && q[m / 2] == 7 && q[m - 1] == 7);
+            T_FREE(q);
+        }
+    }
+    printf("# shrinks by at most a fifth that moved: %d of %d\n", moved, tried);
+    CHECK(tried > 0 && moved == 0);
+}
+
 /* A block above 64 MiB (a mapping of its own) grown 256 KiB at a time to 128 MiB keeps
  * every byte it had: it grows where it is when the addresses after it are free, and is
  * remapped elsewhere when they are not. How often it moved depends on the kernel's
@@ -1167,6 +1197,7 @@ int main(int argc, char **argv)
     RUN(power_of_two_plus_header_wastes_an_eighth);
     RUN(large_blocks_hold_at_most_a_quarter_more);
     RUN(large_realloc_by_a_little_stays);
+    RUN(large_realloc_shrink_by_a_fifth_stays);
     RUN(mapped_block_grows_by_small_steps);
     RUN(interior_pointers_are_ignored);
     RUN(foreign_addresses_are_refused);
