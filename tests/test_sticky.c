@@ -295,6 +295,40 @@ static void aligned_realloc_changes_alignment(void)
     lfh_free(p);
 }
 
+/* A small block without a property keeps no record, whatever the chain it ends: after a
+ * resize (which drops the properties) a realloc to a small size, and a realloc of a large
+ * plain block to a small size, give blocks whose malloc_size is their usable size
+ * (docs/API.md, "Sticky properties"). */
+static void propertyless_small_blocks_report_usable_size(void)
+{
+    void *p = lfh_memalign(512 * 1024, 510);
+    REQUIRE(p);
+    void *q = lfh_resize(p, 36918);
+    REQUIRE(q);
+    CHECK(lfh_malloc_size(q) == 36918 && lfh_malloc_alignment(q) == 16);
+    void *r = lfh_realloc(q, 29176);
+    REQUIRE(r);
+    CHECK(lfh_malloc_size(r) == lfh_malloc_usable_size(r) && lfh_malloc_size(r) >= 29176);
+    CHECK(lfh_malloc_alignment(r) == 16 && !lfh_malloc_zero_fill(r));
+    lfh_free(r);
+    p = lfh_calloc(1, 40000);
+    REQUIRE(p);
+    q = lfh_resize(p, 39000);
+    REQUIRE(q);
+    CHECK(lfh_malloc_size(q) == 39000 && !lfh_malloc_zero_fill(q));
+    r = lfh_realloc(q, 100);
+    REQUIRE(r);
+    CHECK(lfh_malloc_size(r) == lfh_malloc_usable_size(r) && lfh_malloc_size(r) >= 100);
+    lfh_free(r);
+    p = lfh_malloc(40000);
+    REQUIRE(p);
+    CHECK(lfh_malloc_size(p) == 40000);
+    r = lfh_realloc(p, 100);
+    REQUIRE(r);
+    CHECK(lfh_malloc_size(r) == lfh_malloc_usable_size(r) && lfh_malloc_size(r) >= 100);
+    lfh_free(r);
+}
+
 static void resize_keeps_nothing(void)
 {
     void *p = lfh_calloc(1, 100);
@@ -656,6 +690,7 @@ int main(void)
     RUN(zero_byte_zero_fill_blocks_read_as_zero);
     RUN(alignment_survives_realloc);
     RUN(aligned_realloc_changes_alignment);
+    RUN(propertyless_small_blocks_report_usable_size);
     RUN(resize_keeps_nothing);
     RUN(model_chains);
     RUN(array_forms_of_the_resizers);
