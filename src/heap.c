@@ -364,6 +364,14 @@ bool heap_fill_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     return superblock_new(cls, tid, out);
 }
 
+bool heap_only_range_held(const struct descriptor *d, const char *bump)
+{
+    uint32_t carved = (uint32_t)((size_t)(bump - d->start) / d->block_size);
+    /* Relaxed: a hint (heap.h); a give-back that follows makes its own CAS. */
+    uint64_t anchor = atomic_load_explicit(&d->anchor, memory_order_relaxed);
+    return anchor_count(anchor) == carved;
+}
+
 void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t count, char *bump)
 {
     uint32_t bump_index = bump ? (uint32_t)((size_t)(bump - d->start) / d->block_size) : 0;

@@ -164,6 +164,11 @@ static inline bool heap_fill(unsigned cls, uint64_t tid, struct heap_fill *out)
  * becomes the carve frontier. The blocks must carry the free mark already. */
 void heap_give_back(struct descriptor *desc, void *first, void *last, uint32_t count, char *bump);
 
+/* True if every block of `desc` carved before `bump` (the caller's range) is back in the
+ * superblock, so that giving the range back empties it. A hint: other threads' frees may
+ * make it true a moment later, never false again while the caller holds the range. */
+bool heap_only_range_held(const struct descriptor *desc, const char *bump);
+
 /* The record of the block at `block`, which the caller holds: its request size and
  * sticky properties. False for a plain small block, which has none. */
 bool heap_props_get(const struct descriptor *desc, const void *block, struct heap_props *out);
