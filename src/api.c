@@ -44,11 +44,11 @@ static void *large_alloc(size_t size, size_t align, bool *zeroed)
 {
     tcache_setup_for_large();
     /* A refused mapping on the way may end in a success (kept mappings unmapped, then
-     * mapped again): a call that succeeds leaves the program's errno as it was. */
+     * mapped again), and a NULL is reported by the caller (fail_nomem): the heap's calls
+     * leave the program's errno as it was. */
     int saved_errno = errno;
     void *block = heap_large_alloc(size, align, zeroed);
-    if (block)
-        errno = saved_errno;
+    errno = saved_errno;
     tcache_purger_poll();
     return block;
 }
@@ -66,10 +66,11 @@ static void large_free(void *ptr, struct descriptor *desc)
 
 static void *large_resize(struct descriptor *desc, size_t size, size_t align)
 {
-    int saved_errno = errno; /* as in large_alloc */
+    /* As in large_alloc: a NULL says the block must move, and the allocation that moves
+     * it reports its own failure. */
+    int saved_errno = errno;
     void *block = heap_large_resize(desc, size, align);
-    if (block)
-        errno = saved_errno;
+    errno = saved_errno;
     tcache_purger_poll();
     return block;
 }
@@ -581,14 +582,10 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     props.align = align;
     props.tracked = tracked;
     void *fresh = NULL;
-    /* A growth refused in place may leave ENOMEM behind and the move then succeed: the
-     * program's errno changes only if the call fails. */
-    int saved_errno = errno;
     /* A plain block that must start recording an alignment cannot stay: it has no record. */
     if (recorded || !tracked)
         fresh = api_resize_in_place(ptr, desc, size, align);
     if (fresh) {
-        errno = saved_errno;
         if (props.zero_fill && size > old_request) {
             /* Pages a mapped block gained beyond its old mapping are fresh zero pages.
              * Not the secure build's old guard page, which ends the old mapping: a shrink
@@ -604,7 +601,6 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     fresh = tracked ? api_alloc_tracked(&props, false) : malloc_block(size);
     if (!fresh)
         return NULL;
-    errno = saved_errno;
     return move_contents(fresh, ptr, desc, kept_bytes(desc, old_request, props.zero_fill), size,
                          props.zero_fill);
 }

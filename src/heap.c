@@ -361,12 +361,23 @@ bool heap_fill_partial(unsigned cls, uint64_t tid, struct heap_fill *out)
 
 bool heap_fill_new(unsigned cls, uint64_t tid, struct heap_fill *out)
 {
-    return superblock_new(cls, tid, out);
+    /* A refused mapping on the way may end in a success (kept mappings unmapped, a part
+     * of an arena): the result says what happened, the program's errno stays (heap.h). */
+    int saved_errno = errno;
+    bool filled = superblock_new(cls, tid, out);
+    errno = saved_errno;
+    return filled;
+}
+
+/* The blocks of `d` below `bump`: those carved before it. */
+static uint32_t blocks_before(const struct descriptor *d, const char *bump)
+{
+    return (uint32_t)((size_t)(bump - d->start) / d->block_size);
 }
 
 bool heap_only_range_held(const struct descriptor *d, const char *bump)
 {
-    uint32_t carved = (uint32_t)((size_t)(bump - d->start) / d->block_size);
+    uint32_t carved = blocks_before(d, bump);
     /* Relaxed: a hint (heap.h); a give-back that follows makes its own CAS. */
     uint64_t anchor = atomic_load_explicit(&d->anchor, memory_order_relaxed);
     return anchor_count(anchor) == carved;
@@ -374,7 +385,7 @@ bool heap_only_range_held(const struct descriptor *d, const char *bump)
 
 void heap_give_back(struct descriptor *d, void *first, void *last, uint32_t count, char *bump)
 {
-    uint32_t bump_index = bump ? (uint32_t)((size_t)(bump - d->start) / d->block_size) : 0;
+    uint32_t bump_index = bump ? blocks_before(d, bump) : 0;
     uint32_t returned = count + (bump ? d->max_count - bump_index : 0);
     /* Relaxed: the caller holds the tail, so nobody else writes the frontier; the CAS
      * below releases it to whoever takes the tail next. */

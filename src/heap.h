@@ -150,7 +150,7 @@ struct heap_fill {
 bool heap_fill_partial(unsigned cls, uint64_t tid, struct heap_fill *out);
 
 /* A new superblock of class `cls` for the cache of thread `tid`. False when out of
- * memory. */
+ * memory; the program's errno stays as it was either way (the caller reports). */
 bool heap_fill_new(unsigned cls, uint64_t tid, struct heap_fill *out);
 
 /* A partial superblock's free blocks, else a new superblock's. False when out of memory. */

@@ -493,12 +493,10 @@ static void flush_remote(struct tcache *tc)
 static void *alloc_uncached(unsigned cls)
 {
     struct heap_fill fill;
-    int saved_errno = errno; /* as in alloc_slow */
     if (!heap_fill(cls, HEAP_OWNER_NONE, &fill)) {
         errno = ENOMEM;
         return NULL;
     }
-    errno = saved_errno;
     bool has_range = fill.bump != fill.bump_end;
     void *block;
     void *rest = NULL, *rest_last = NULL;
@@ -578,14 +576,10 @@ static void *alloc_slow(unsigned cls)
             tc->new_bytes = 0;
             sweep_idle_classes(tc);
         }
-        /* A refused mapping on the way may end in a success (kept mappings unmapped, a
-         * part of an arena): the program's errno stays as it was unless the call fails. */
-        int saved_errno = errno;
         if (!heap_fill_new(cls, tc->id, &fill)) {
             errno = ENOMEM;
             return NULL;
         }
-        errno = saved_errno;
         tc->new_bytes += (uint32_t)fill.desc->size;
     }
     /* Emptied soon after overflowing: the working set is larger than the limit; it grows
