@@ -61,12 +61,14 @@ LFH_INLINE void heap_check_block(const struct descriptor *desc, const void *ptr)
  * again would hand it out twice. The address is in it because bytes move: a large block
  * set up in a chunk that small blocks used before holds their leftovers, marks included,
  * where the program has not written, and realloc copies every byte of a block to its new
- * place; a mark copied elsewhere is no mark there. So a live block carries its mark only
- * if the program computed it and wrote it there, which takes the secret, learnt only by
- * reading freed memory; a program that writes into a freed block's second word defeats
- * the check (a use after free before the double free). The debug build knows every
- * block's state from its records and fills freed blocks itself, so it leaves the mark
- * out. */
+ * place; a mark copied elsewhere is no mark there, and a move that brings one home drops
+ * it (api.c, drop_copied_mark). So a live block carries its mark only if the program
+ * wrote it there: computed, which takes the secret, learnt only by reading freed memory,
+ * or copied from bytes it never wrote back to where they were freed (a leak of the
+ * block, never a block handed out twice); a program that writes into a freed block's
+ * second word defeats the check (a use after free before the double free). The debug
+ * build knows every block's state from its records and fills freed blocks itself, so it
+ * leaves the mark out. */
 extern _Atomic uint64_t heap_free_mark __attribute__((visibility("hidden")));
 
 /* The mark, read once per free (the fast path compares and stores the same value).

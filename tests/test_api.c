@@ -1059,6 +1059,42 @@ static void copies_of_stale_bytes_stay_live_blocks(void)
     blocks_stay_distinct(100, NULL);
 }
 
+/* A move can bring a stale free mark home. A large block set up where small blocks were
+ * freed holds, in its second word, the mark of the block freed at its own address; a
+ * realloc that moves it copies that word to a block elsewhere, where it is no mark, and
+ * a second realloc that moves it to a fresh block at the first address copied it back
+ * where it was valid again: the new block passed for freed (free ignored it, realloc
+ * refused it, malloc_usable_size said 0). The program writes every byte but that word. */
+static void moves_home_stay_live_blocks(void)
+{
+    enum { ROUNDS = 64, LARGE = 64 * 1024, MIDDLE = 16353, SMALL = 4096 };
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, free_small_blocks_and_exit, NULL) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    size_t refused = 0, came_home = 0;
+    for (int i = 0; i < ROUNDS; i++) {
+        unsigned char *large = T_MALLOC(LARGE);
+        REQUIRE(large);
+        memset(large, i, sizeof(uint64_t));
+        memset(large + 2 * sizeof(uint64_t), i, LARGE - 2 * sizeof(uint64_t));
+        unsigned char *middle = T_REALLOC(large, MIDDLE);
+        REQUIRE(middle);
+        unsigned char *small = T_REALLOC(middle, SMALL);
+        REQUIRE(small);
+        came_home += small == large;
+        refused += T_MALLOC_USABLE_SIZE(small) < SMALL;
+        CHECK(small[0] == (unsigned char)i && small[16] == (unsigned char)i &&
+              small[SMALL - 1] == (unsigned char)i);
+        unsigned char *again = T_REALLOC(small, SMALL + 1);
+        CHECK(again != NULL);
+        T_FREE(again ? again : small);
+    }
+    printf("# moved blocks back at their first address: %zu of %d, refused: %zu\n", came_home,
+           ROUNDS, refused);
+    CHECK(refused == 0);
+    blocks_stay_distinct(SMALL, NULL);
+}
+
 /* errno as the program left it after every call that succeeds, as glibc leaves it: the
  * system calls lfheap gets over on the way (a mapped block that cannot grow where it is
  * and moves, a refused decommit or unmap) are not the program's errors. Before, a realloc
@@ -1211,6 +1247,7 @@ int main(int argc, char **argv)
         RUN(idle_sweeps_leave_a_corrupted_list);
     RUN(blocks_of_emptied_superblocks_are_ignored);
     RUN(copies_of_stale_bytes_stay_live_blocks);
+    RUN(moves_home_stay_live_blocks);
     RUN(blocks_do_not_overlap);
     RUN(successful_calls_leave_errno);
     return test_exit_status();

@@ -217,6 +217,37 @@ static void moved_zero_fill_is_zero_to_the_usable_end(void)
     }
 }
 
+/* A zero-filled large block that grows in place into the freed run after it (the run of
+ * a bigger block freed just before) reads as zeros up to its new usable end, not only up
+ * to its new request: calloc(400000) grown to 500000 in place showed 24,288 bytes of the
+ * freed block past the request. Through realloc's fast path (calloc) and its general path
+ * (cmemalign, which records an alignment), grown by a few steps. */
+static void grown_in_place_zero_fill_is_zero_to_the_usable_end(void)
+{
+    enum { BIG = 1 << 20, FIRST = 400000, STEP = 100000 };
+    size_t stayed = 0, steps = 0;
+    for (int aligned = 0; aligned < 2; aligned++) {
+        unsigned char *big = lfh_malloc(BIG);
+        REQUIRE(big);
+        memset(big, 0xAA, lfh_malloc_usable_size(big));
+        lfh_free(big);
+        unsigned char *p = aligned ? lfh_cmemalign(64, 1, FIRST) : lfh_calloc(1, FIRST);
+        REQUIRE(p);
+        for (size_t size = FIRST + STEP; size <= BIG; size += STEP) {
+            unsigned char *q = lfh_realloc(p, size);
+            REQUIRE(q);
+            steps++;
+            stayed += q == p;
+            size_t usable = lfh_malloc_usable_size(q);
+            CHECK(usable >= size && lfh_malloc_zero_fill(q));
+            CHECK(all_bytes(q, 0, usable, 0));
+            p = q;
+        }
+        lfh_free(p);
+    }
+    printf("# grown in place: %zu of %zu steps\n", stayed, steps);
+}
+
 /* calloc and cmemalign of 0 bytes: whatever usable size the block reports reads as
  * zeros (the debug build's is 1 byte for a request of 0, and that byte showed the link of
  * the free list the block came from). Blocks of the smallest class are filled and freed
@@ -336,6 +367,15 @@ static void resize_keeps_nothing(void)
     void *r = lfh_resize(p, 90);
     REQUIRE(r);
     CHECK(lfh_malloc_size(r) == 90 && !lfh_malloc_zero_fill(r) && lfh_malloc_alignment(r) == 16);
+    /* A small block keeps its record through resize, and realloc then reports requests
+     * (docs/API.md's example). */
+    r = lfh_realloc(r, 95);
+    REQUIRE(r);
+    CHECK(lfh_malloc_size(r) == 95 && !lfh_malloc_zero_fill(r));
+    r = lfh_realloc(r, 5000);
+    REQUIRE(r);
+    CHECK(lfh_malloc_size(r) == 5000 && !lfh_malloc_zero_fill(r));
+    lfh_free(r);
     void *m = lfh_memalign(2048, 100);
     REQUIRE(m);
     m = lfh_resize(m, 5000);
@@ -687,6 +727,7 @@ int main(void)
     RUN(queries);
     RUN(zero_fill_growth);
     RUN(moved_zero_fill_is_zero_to_the_usable_end);
+    RUN(grown_in_place_zero_fill_is_zero_to_the_usable_end);
     RUN(zero_byte_zero_fill_blocks_read_as_zero);
     RUN(alignment_survives_realloc);
     RUN(aligned_realloc_changes_alignment);
