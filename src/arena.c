@@ -1573,14 +1573,17 @@ static void *fresh_chunk(size_t chunk)
     if (p)
         return p;
     dirty_free_sweep(0, 0, true);
-    p = alloc_from_arenas(chunk, &seen, true);
-    if (!p)
-        p = alloc_from_arenas(chunk, &seen, false);
     /* Merging every freed run lets the buddies coalesce them and keeps their pages, but
      * gives up what they were kept for (their classes' next blocks). So it comes first
-     * only when the freed runs outweigh those in use; otherwise a new arena's address
-     * space is cheaper, and the purge is the last resort when none can be mapped. */
-    if (!p && mostly_dirty() && arena_merge_all() > 0)
+     * only when the freed runs outweigh those in use, and then before any clean memory:
+     * a program that freed 192 MiB of 256 KiB blocks in four arenas, the newest mostly
+     * clean, took that arena's clean pages for its next 64 MiB of 1 MiB blocks (16,256
+     * faults) while the freed runs stayed resident. Otherwise a new arena's address space
+     * is cheaper, and the purge is the last resort when none can be mapped. */
+    if (mostly_dirty() && arena_merge_all() > 0 && (p = dirty_free_take(chunk)) != NULL)
+        return p;
+    p = alloc_from_arenas(chunk, &seen, true);
+    if (!p)
         p = alloc_from_arenas(chunk, &seen, false);
     if (!p)
         p = alloc_from_new_arena(chunk, seen);
