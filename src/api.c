@@ -259,7 +259,7 @@ static LFH_NOINLINE void free_uncached(void *ptr, struct descriptor *desc,
                                        enum tcache_free_result result)
 {
     if (result == TCACHE_FREE_NOT_OWNED && desc->class_index < HEAP_CLASS_LARGE &&
-        !heap_block_marked_free(ptr, heap_mark())) {
+        !heap_block_marked_free(ptr, heap_mark_key(desc))) {
         tcache_free_slow(ptr, desc);
         return;
     }
@@ -468,31 +468,17 @@ static void zero_moved_tail(void *fresh, size_t copied, size_t size)
         memset((char *)fresh + copied, 0, end - copied);
 }
 
-/* realloc copied `copied` bytes into fresh, its second word among them: a free mark
- * there, valid at fresh's own address, is dropped. The program did not compute it (that
- * takes the secret); the old block held it where the program had not written, a
- * leftover of a block freed at fresh's address and carried away by an earlier move
- * (heap.h: a mark copied elsewhere is no mark there, but a second move can bring it
- * home). Kept, it made the new block pass for freed: free ignored it, realloc refused
- * it, and it leaked. */
-LFH_INLINE void drop_copied_mark(void *fresh, size_t copied)
-{
-    if (copied >= 2 * sizeof(void *) && LFH_UNLIKELY(heap_block_marked_free(fresh, heap_mark())))
-        heap_block_unmark(fresh);
-}
-
 /* The end of move_contents when the thread cache did not take the old block (ptr, desc;
  * `small` if it is a small block and not the debug build's), out of line so that the
- * common case needs no stack frame for the valgrind request. Memcheck would report the
- * compare of a copied mark the old block had undefined; under memcheck no thread has a
- * cache, so no cache takes the old block and the request is made here only: asked on
- * every move, it cost each moving realloc about 15 instructions that do nothing. */
+ * common case needs no stack frame for the valgrind request. Only memcheck reads the
+ * free mark `fresh` got a copy of, and under memcheck no thread has a cache, so no
+ * cache takes the old block: asked on every move, it cost each moving realloc about 15
+ * instructions that do nothing. */
 static LFH_NOINLINE void moved_block_free(void *fresh, void *ptr, struct descriptor *desc,
                                           size_t copied, bool small)
 {
     if (copied >= 2 * sizeof(void *) && LFH_UNLIKELY(tcache_uncached()))
         vgclient_copied_mark(fresh);
-    drop_copied_mark(fresh, copied);
     if (small)
         free_known_remote(ptr, desc);
     else
@@ -513,10 +499,8 @@ static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size
      * api_free_known_block cost each moving realloc about 10 instructions more. The debug
      * build's records need api_free_known_block's debug_died. */
     bool small = !DEBUG_ENABLED && desc->class_index < HEAP_CLASS_LARGE;
-    if (LFH_LIKELY(small) && LFH_LIKELY(tcache_free(ptr, desc) == TCACHE_FREE_CACHED)) {
-        drop_copied_mark(fresh, copied);
+    if (LFH_LIKELY(small) && LFH_LIKELY(tcache_free(ptr, desc) == TCACHE_FREE_CACHED))
         return fresh;
-    }
     moved_block_free(fresh, ptr, desc, copied, small);
     return fresh;
 }

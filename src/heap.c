@@ -164,28 +164,48 @@ static void desc_retire(struct descriptor *d)
 
 /* ---- the free mark ----------------------------------------------------------------- */
 
-/* Not zero from the start, and far above every block address, so that fresh (zero)
- * memory never looks freed, even to a free that comes before the first superblock; made
- * random there (heap_mark_init). */
-#define HEAP_FREE_MARK_INITIAL UINT64_C(0x6c66686561702121)
+/* The secret that free keys are made from (heap_new_free_key): this value until the
+ * first superblock, made random there (heap_mark_init), which no random value can equal
+ * (its top bit is clear). */
+#define HEAP_FREE_SECRET_INITIAL UINT64_C(0x6c66686561702121)
 
-_Atomic uint64_t heap_free_mark = HEAP_FREE_MARK_INITIAL;
+static _Atomic uint64_t heap_free_secret = HEAP_FREE_SECRET_INITIAL;
 
-/* Before the first block exists, so no block ever carries the initial mark. Every thread
- * that gets here first computes the same mark and keys (os_random is the same in all of
- * a process's threads), so racing initialisations store equal values. Release publishes
- * the secure build's keys with the mark: a thread that sees the mark set (acquire) and
- * skips this sees the keys too, and a thread that frees a block got it through the
- * program from one that did. */
+/* Before the first superblock is set up, so every free key is made from the random
+ * secret. Every thread that gets here first computes the same secret and keys (os_random
+ * is the same in all of a process's threads), so racing initialisations store equal
+ * values. Release publishes the secure build's keys with the secret: a thread that sees
+ * the secret set (acquire) and skips this sees the keys too, and a thread that frees a
+ * block got it through the program from one that did. */
 static void heap_mark_init(void)
 {
-    if (atomic_load_explicit(&heap_free_mark, memory_order_acquire) != HEAP_FREE_MARK_INITIAL)
+    if (atomic_load_explicit(&heap_free_secret, memory_order_acquire) != HEAP_FREE_SECRET_INITIAL)
         return;
-    /* The top bit set: see heap_block_mark. The initial value lacks it. */
-    uint64_t mark = os_random(0) | UINT64_C(1) << 63;
+    /* The top bit set: the initial value lacks it. */
+    uint64_t secret = os_random(0) | UINT64_C(1) << 63;
     if (SECURE_ENABLED)
         secure_init();
-    atomic_store_explicit(&heap_free_mark, mark, memory_order_release);
+    atomic_store_explicit(&heap_free_secret, secret, memory_order_release);
+}
+
+/* Superblocks set up so far: each set-up's number makes its free key. */
+static _Atomic uint64_t superblocks_keyed;
+
+/* A free key for a superblock being set up (heap.h, the free mark), after heap_mark_init:
+ * the secret combined with the set-up's number, mixed (SplitMix64's finaliser, a
+ * bijection, so that no two set-ups' mixed numbers are equal and keys differ in every
+ * bit, not only in a counter's low ones), its top bit set (heap_block_mark). Relaxed: the
+ * fetch-and-add gives every set-up its own number in any order; the secret was read by
+ * this thread after its own initialisation or its acquire in heap_mark_init. */
+static uint64_t heap_new_free_key(void)
+{
+    uint64_t z = atomic_fetch_add_explicit(&superblocks_keyed, 1, memory_order_relaxed) +
+                 UINT64_C(0x9e3779b97f4a7c15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    z ^= z >> 31;
+    uint64_t secret = atomic_load_explicit(&heap_free_secret, memory_order_relaxed);
+    return (secret ^ z) | UINT64_C(1) << 63;
 }
 
 /* ---- partial stacks --------------------------------------------------------------- */
@@ -276,6 +296,7 @@ static bool superblock_new(unsigned cls, uint64_t tid, struct heap_fill *out)
     }
     d->class_index = (uint8_t)cls;
     d->class_scaled = (uint16_t)(cls * SIZECLASS_STRIDE);
+    d->free_key = heap_new_free_key();
     /* See heap_block_key: c = floor(2^64 / d) + 1, which for a power of two d is one more
      * than UINT64_MAX / d + 1. */
     uint64_t magic = UINT64_MAX / d->block_size + 1;

@@ -54,50 +54,50 @@ LFH_INLINE void heap_check_block(const struct descriptor *desc, const void *ptr)
                       : index < desc->max_count && index * desc->block_size == offset);
 }
 
-/* The free mark: a freed small block's second word holds heap_free_mark, a per-process
- * random value, combined with the block's own address (heap_block_mark), from the moment
- * it is freed until it is handed out again (every way out of the heap clears it). A free
- * that finds the mark refuses the block: it is already on a free list, and taking it
- * again would hand it out twice. The address is in it because bytes move: a large block
- * set up in a chunk that small blocks used before holds their leftovers, marks included,
- * where the program has not written, and realloc copies every byte of a block to its new
- * place; a mark copied elsewhere is no mark there, and a move that brings one home drops
- * it (api.c, drop_copied_mark). So a live block carries its mark only if the program
- * wrote it there: computed, which takes the secret, learnt only by reading freed memory,
- * or copied from bytes it never wrote back to where they were freed (a leak of the
- * block, never a block handed out twice); a program that writes into a freed block's
- * second word defeats the check (a use after free before the double free). The debug
- * build knows every block's state from its records and fills freed blocks itself, so it
- * leaves the mark out. */
-extern _Atomic uint64_t heap_free_mark __attribute__((visibility("hidden")));
-
-/* The mark, read once per free (the fast path compares and stores the same value).
- * Relaxed: it changes once, at the first superblock (heap_mark_init), before any block
- * exists to carry it, and a thread that frees a block got it, through the program, from
- * one that saw the mark set. The block's words themselves are plain memory: they belong
- * to whoever holds the block, ordered by the program's hand-off as its contents are. */
-LFH_INLINE uint64_t heap_mark(void)
+/* The free mark: a freed small block's second word holds its superblock's free key
+ * (desc->free_key) combined with the block's own address (heap_block_mark), from the
+ * moment it is freed until it is handed out again (every way out of the heap clears it).
+ * A free that finds the mark refuses the block: it is already on a free list, and taking
+ * it again would hand it out twice. Bytes move, so a mark must be valid only where and
+ * when it was made: a large block set up in a chunk that small blocks used before holds
+ * their leftovers, marks included, where the program has not written, and realloc (or
+ * the program) copies every byte of a block to a new place, maybe back to the address
+ * of the block that left the mark, once a new superblock is set up there. The address
+ * in the mark makes a copy elsewhere no mark; the key, new for each set-up of a
+ * superblock (heap_new_free_key, from a per-process secret), makes a copy from an
+ * earlier tenant of the pages no mark. So a live block carries its mark only if the
+ * program computed it and wrote it there, which takes the key, learnt only by reading
+ * freed memory; a program that writes into a freed block's second word defeats the check
+ * (a use after free before the double free). The debug build knows every block's state
+ * from its records and fills freed blocks itself, so it leaves the mark out. */
+/* The key of a small block's mark: its descriptor's, read once per free (the fast path
+ * compares and stores the same value). A plain field: it is written when the superblock
+ * is set up, before its first block is handed out, and a thread that frees a block got
+ * it, through the program, from one that saw the superblock set up, as it sees its other
+ * fields. The block's words themselves are plain memory: they belong to whoever holds
+ * the block, ordered by the program's hand-off as its contents are. */
+LFH_INLINE uint64_t heap_mark_key(const struct descriptor *desc)
 {
-    return atomic_load_explicit(&heap_free_mark, memory_order_relaxed);
+    return desc->free_key;
 }
 
-/* The mark a freed block at `block` carries, from the process's secret. The secret's top
- * bit is set (heap_mark_init) and no block address has it, so no mark is 0: fresh,
+/* The mark a freed block at `block` carries, from its superblock's key. Every key's top
+ * bit is set (heap_new_free_key) and no block address has it, so no mark is 0: fresh,
  * zeroed memory never looks freed. */
-LFH_INLINE uint64_t heap_block_mark(const void *block, uint64_t secret)
+LFH_INLINE uint64_t heap_block_mark(const void *block, uint64_t key)
 {
-    return secret ^ (uint64_t)(uintptr_t)block;
+    return key ^ (uint64_t)(uintptr_t)block;
 }
 
-LFH_INLINE bool heap_block_marked_free(const void *block, uint64_t secret)
+LFH_INLINE bool heap_block_marked_free(const void *block, uint64_t key)
 {
-    return HEAP_FREE_MARKS && ((const uint64_t *)block)[1] == heap_block_mark(block, secret);
+    return HEAP_FREE_MARKS && ((const uint64_t *)block)[1] == heap_block_mark(block, key);
 }
 
-LFH_INLINE void heap_block_mark_free(void *block, uint64_t secret)
+LFH_INLINE void heap_block_mark_free(void *block, uint64_t key)
 {
     if (HEAP_FREE_MARKS)
-        ((uint64_t *)block)[1] = heap_block_mark(block, secret);
+        ((uint64_t *)block)[1] = heap_block_mark(block, key);
 }
 
 LFH_INLINE void heap_block_unmark(void *block)
@@ -135,7 +135,8 @@ LFH_INLINE bool heap_block_live(const struct descriptor *desc, const void *ptr)
     if (!heap_is_carved_block(desc, ptr))
         return false;
     heap_check_block(desc, ptr);
-    return desc->class_index == HEAP_CLASS_LARGE || !heap_block_marked_free(ptr, heap_mark());
+    return desc->class_index == HEAP_CLASS_LARGE ||
+           !heap_block_marked_free(ptr, heap_mark_key(desc));
 }
 
 /* What a thread cache receives when it takes a superblock's free blocks. */

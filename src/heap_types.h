@@ -60,6 +60,9 @@ struct descriptor {
     uint8_t class_index;   /* heap class, or HEAP_CLASS_LARGE */
     bool os_backed;        /* a large block mapped from the OS, not an arena chunk */
     uint16_t class_scaled; /* class_index * SIZECLASS_STRIDE: free's index into its cache */
+    /* The key of its blocks' free marks (heap.h), new at each set-up of a superblock, so
+     * that a mark left by an earlier tenant of the pages is no mark in this one. */
+    uint64_t free_key;
 
     /* Written by any thread that frees into the superblock or moves the descriptor
      * between stacks: kept off the line the fast path reads. */

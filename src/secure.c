@@ -14,9 +14,9 @@
 
 struct secure_keys secure_keys;
 
-/* Relaxed stores: heap_mark_init publishes them with the mark (release), before the
- * first block exists; racing callers store the same keys (os_random is the same in every thread).
- */
+/* Relaxed stores: heap_mark_init publishes them with the free keys' secret (release),
+ * before the first block exists; racing callers store the same keys (os_random is the
+ * same in every thread). */
 void secure_init(void)
 {
     const char *fill = platform_getenv("LFHEAP_SECURE_FILL");

@@ -511,8 +511,8 @@ static void *alloc_uncached(unsigned cls)
         /* Under memcheck the freed block is no memory of the program's, and memcheck
          * reports a write to it itself, where it happens: no fill to check. */
         if (SECURE_ENABLED && !vgclient_memcheck())
-            secure_check_reuse(block, fill.desc->block_size, heap_block_mark(block, heap_mark()),
-                               rest);
+            secure_check_reuse(block, fill.desc->block_size,
+                               heap_block_mark(block, heap_mark_key(fill.desc)), rest);
     } else {
         block = fill.bump;
         fill.bump += fill.desc->block_size;
@@ -540,7 +540,7 @@ static void *hand_out_freed(struct tcache_bin *bin, struct tcache_cold *cold, vo
 {
     void *next = heap_link_get(block);
     if (SECURE_ENABLED)
-        secure_check_reuse(block, bin->block_size, heap_block_mark(block, heap_mark()), next);
+        secure_check_reuse(block, bin->block_size, tcache_reused_mark(block), next);
     bin_install(bin, cold, next, rest);
     heap_block_hand_out(block, bin->block_size);
     return block;
@@ -808,9 +808,9 @@ void tcache_flush(void *block)
  * the list (the signal fence keeps that order against a handler on this thread): a thread
  * that never comes back from a handler here leaves a list no longer than its count, which
  * its exit returns whole (docs/ARCHITECTURE.md, *Threads that never return*). */
-static inline void remote_push(struct tcache *tc, void *block)
+static inline void remote_push(struct tcache *tc, void *block, const struct descriptor *desc)
 {
-    heap_block_mark_free(block, heap_mark());
+    heap_block_mark_free(block, heap_mark_key(desc));
     heap_link_set(block, tc->remote_head);
     tc->remote_count++;
     atomic_signal_fence(memory_order_seq_cst);
@@ -831,7 +831,7 @@ static void free_remote(void *block, struct descriptor *desc)
              * cache carves runs out, so the cache carved one block more for each thread
              * that starts with a free (larson's 2,300 successive threads in 0.5 s). */
             struct tcache_bin *bin = &tc->bins[desc->class_index];
-            heap_block_mark_free(block, heap_mark());
+            heap_block_mark_free(block, heap_mark_key(desc));
             heap_link_set(block, bin->head);
             bin->head = block;
             if (--bin->credit == 0)
@@ -842,11 +842,11 @@ static void free_remote(void *block, struct descriptor *desc)
     if (LFH_UNLIKELY(tc->id >= TCACHE_ID_EXITED)) { /* as in alloc_slow */
         vgclient_free(block);
         vgclient_link(block);
-        heap_block_mark_free(block, heap_mark());
+        heap_block_mark_free(block, heap_mark_key(desc));
         heap_give_back(desc, block, block, 1, NULL);
         return;
     }
-    remote_push(tc, block);
+    remote_push(tc, block, desc);
     if (tc->remote_count >= TCACHE_REMOTE_BATCH)
         flush_remote(tc);
 }
@@ -873,7 +873,7 @@ void tcache_free_slow(void *block, struct descriptor *desc)
     /* The push without tcache_busy: it calls nothing, so a signal landing in it finds the
      * interrupted instruction inside lfheap's code and the signal wrapper hides the cache
      * from the handler (sigwrap.c), as for the fast paths. */
-    remote_push(tc, block);
+    remote_push(tc, block, desc);
     tcache_purger_poll();
 }
 

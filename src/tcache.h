@@ -23,6 +23,7 @@
 #include "arena.h"
 #include "common.h"
 #include "heap.h"
+#include "pagemap.h"
 #include "platform.h"
 #include "sizeclass.h"
 
@@ -155,6 +156,14 @@ _Static_assert(sizeof(struct tcache_cold) == SIZECLASS_STRIDE, "so are the cold 
 _Static_assert(offsetof(struct tcache, bins) == 0, "the bins start the cache");
 #define TCACHE_COLD_OFFSET offsetof(struct tcache, cold)
 
+/* The free mark a block taken off a free list must still carry (the secure build's check
+ * of reuse): its superblock's key, looked up in the page map, since a list does not say
+ * whose blocks it holds. */
+LFH_INLINE uint64_t tcache_reused_mark(void *block)
+{
+    return heap_block_mark(block, heap_mark_key(pagemap_desc_of_own(block)));
+}
+
 /* Pops the list of the bin at `bin_base` (tcache_base() + class * SIZECLASS_STRIDE), or
  * else carves the next block of the bump range, moving the superblock's carve frontier
  * past it; NULL if both are empty. Either way the block loses the free mark (a carved
@@ -167,7 +176,7 @@ LFH_INLINE void *tcache_bin_take(uintptr_t bin_base)
     if (LFH_LIKELY(block != NULL)) {
         void *next = heap_link_get(block);
         if (SECURE_ENABLED)
-            secure_check_reuse(block, bin->block_size, heap_block_mark(block, heap_mark()), next);
+            secure_check_reuse(block, bin->block_size, tcache_reused_mark(block), next);
         bin->head = next;
         bin->credit++;
         heap_block_hand_out(block, bin->block_size);
@@ -229,14 +238,14 @@ LFH_INLINE enum tcache_free_result tcache_free(void *block, struct descriptor *d
     if (LFH_UNLIKELY(atomic_load_explicit(&desc->owner, memory_order_relaxed) !=
                      ((TCACHE_SEG struct tcache *)base)->id))
         return TCACHE_FREE_NOT_OWNED;
-    uint64_t mark = heap_mark();
-    if (LFH_UNLIKELY(heap_block_marked_free(block, mark)))
+    uint64_t key = heap_mark_key(desc);
+    if (LFH_UNLIKELY(heap_block_marked_free(block, key)))
         return TCACHE_FREE_REFUSED;
     struct tcache_bin TCACHE_SEG *bin = (TCACHE_SEG struct tcache_bin *)(base + desc->class_scaled);
     secure_check_free(block, desc->block_size);
     /* Marked before it joins the list: a free that interrupts this one (a signal handler's)
      * already finds it freed. */
-    heap_block_mark_free(block, mark);
+    heap_block_mark_free(block, key);
     heap_link_set(block, bin->head);
     bin->head = block;
     if (LFH_UNLIKELY(--bin->credit == 0))
