@@ -936,6 +936,17 @@ static size_t arena_merge_all(void)
     return merged;
 }
 
+/* Gives the freed runs of the classes smaller than `chunk` back to their buddies still
+ * resident: the runs that can serve a chunk of that size only coalesced. */
+static size_t arena_merge_below(size_t chunk)
+{
+    size_t merged = 0;
+    for (unsigned cls = 0; cls < ARENA_CLASSES && class_size(cls) < chunk; cls++)
+        if (dirty_class_waiting(cls))
+            merged += purge_class(cls, 0, 0, true, true, NULL);
+    return merged;
+}
+
 size_t arena_purge_all(void)
 {
     size_t released = tails_trim(0, 0, true);
@@ -1573,17 +1584,22 @@ static void *fresh_chunk(size_t chunk)
     if (p)
         return p;
     dirty_free_sweep(0, 0, true);
-    /* Merging every freed run lets the buddies coalesce them and keeps their pages, but
-     * gives up what they were kept for (their classes' next blocks). So it comes first
-     * only when the freed runs outweigh those in use, and then before any clean memory:
-     * a program that freed 192 MiB of 256 KiB blocks in four arenas, the newest mostly
-     * clean, took that arena's clean pages for its next 64 MiB of 1 MiB blocks (16,256
-     * faults) while the freed runs stayed resident. Otherwise a new arena's address space
-     * is cheaper, and the purge is the last resort when none can be mapped. */
-    if (mostly_dirty() && arena_merge_all() > 0 && (p = dirty_free_take(chunk)) != NULL)
+    /* Merging freed runs lets the buddies coalesce them and keeps their pages, but gives
+     * up what they were kept for (their classes' next blocks). So it comes first only
+     * when the freed runs outweigh those in use: the runs smaller than the chunk, which
+     * only coalesced can serve it, before any clean memory (a program that freed 192 MiB
+     * of 256 KiB blocks in four arenas, the newest mostly clean, took that arena's clean
+     * pages for its next 64 MiB of 1 MiB blocks, 16,256 faults, while the freed runs
+     * stayed resident), and all of them once every arena is full. A bigger run stays for
+     * its class (arena_alloc or arena_alloc_large took it already if it was not too big
+     * for this chunk). Otherwise a new arena's address space is cheaper, and the purge is the
+     * last resort when none can be mapped. */
+    if (mostly_dirty() && arena_merge_below(chunk) > 0 && (p = dirty_free_take(chunk)) != NULL)
         return p;
     p = alloc_from_arenas(chunk, &seen, true);
     if (!p)
+        p = alloc_from_arenas(chunk, &seen, false);
+    if (!p && mostly_dirty() && arena_merge_all() > 0)
         p = alloc_from_arenas(chunk, &seen, false);
     if (!p)
         p = alloc_from_new_arena(chunk, seen);

@@ -375,7 +375,6 @@ static void resize_keeps_nothing(void)
     r = lfh_realloc(r, 5000);
     REQUIRE(r);
     CHECK(lfh_malloc_size(r) == 5000 && !lfh_malloc_zero_fill(r));
-    lfh_free(r);
     void *m = lfh_memalign(2048, 100);
     REQUIRE(m);
     m = lfh_resize(m, 5000);

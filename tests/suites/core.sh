@@ -43,7 +43,7 @@ run purge-superblocks-take-runs-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="
 run purge-pool-rebuild-preloaded env LFHEAP_PURGE_MS=1000 LD_PRELOAD="$lib" build/t-plain/test_purge rebuild
 # A buffer grown by copying under a delay of 0 reuses its freed runs (test_purge.c explains).
 run purge-regrow-preloaded env LFHEAP_PURGE_MS=0 LD_PRELOAD="$lib" build/t-plain/test_purge regrow
-# Freed runs serve other sizes, still resident, once the arenas are full (test_purge.c).
+# Freed runs serve bigger sizes, still resident, before clean room (test_purge.c).
 run purge-phases-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge phases
 # Huge blocks (their own mappings) are kept for the next one, and malloc_trim unmaps them.
 run purge-huge-kept-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge huge
