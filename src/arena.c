@@ -657,12 +657,13 @@ static void pieces_release(struct buddy *buddy, char *start, const char *end)
 
 /* ---- merged runs: freed runs given back to their buddies still resident -------------
  *
- * When every arena is full and freed runs outweigh the runs in use, a fresh chunk needs
- * the freed runs coalesced in their buddies. Decommitting them first (a purge) made the
+ * When freed runs outweigh the runs in use, a fresh chunk needs them coalesced in their
+ * buddies: those smaller than the chunk before any clean room, all of them once every
+ * arena is full (fresh_chunk). Decommitting them first (a purge) made the
  * new blocks fault every page in again: a program that moves through block sizes, each
  * size freed before the next, faulted its whole working set in at every step
  * (bench/size-phases: 449 k page faults, glibc 42 k; docs/BENCHMARKS.md, "Sizes in
- * phases"). So there the runs go to their buddies as they are (arena_merge_all), each
+ * phases"). So there the runs go to their buddies as they are (arena_merge_below), each
  * page marked in its arena's dirty_free bits, and the invariant of a buddy's free space
  * becomes: a free page reads as zeros unless its bit is set.
  * - A bit is set before the pages' release (release fetch_or, then buddy_free's acq_rel
@@ -926,18 +927,9 @@ static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force
     return released;
 }
 
-/* Gives every freed run back to its buddy still resident (see above). */
-static size_t arena_merge_all(void)
-{
-    size_t merged = 0;
-    for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
-        if (dirty_class_waiting(cls))
-            merged += purge_class(cls, 0, 0, true, true, NULL);
-    return merged;
-}
-
 /* Gives the freed runs of the classes smaller than `chunk` back to their buddies still
- * resident: the runs that can serve a chunk of that size only coalesced. */
+ * resident (see above): the runs that can serve a chunk of that size only coalesced;
+ * every freed run for SIZE_MAX. */
 static size_t arena_merge_below(size_t chunk)
 {
     size_t merged = 0;
@@ -1592,14 +1584,14 @@ static void *fresh_chunk(size_t chunk)
      * pages for its next 64 MiB of 1 MiB blocks, 16,256 faults, while the freed runs
      * stayed resident), and all of them once every arena is full. A bigger run stays for
      * its class (arena_alloc or arena_alloc_large took it already if it was not too big
-     * for this chunk). Otherwise a new arena's address space is cheaper, and the purge is the
-     * last resort when none can be mapped. */
+     * for this chunk). Otherwise a new arena's address space is cheaper, and the purge is
+     * the last resort when none can be mapped. */
     if (mostly_dirty() && arena_merge_below(chunk) > 0 && (p = dirty_free_take(chunk)) != NULL)
         return p;
     p = alloc_from_arenas(chunk, &seen, true);
     if (!p)
         p = alloc_from_arenas(chunk, &seen, false);
-    if (!p && mostly_dirty() && arena_merge_all() > 0)
+    if (!p && mostly_dirty() && arena_merge_below(SIZE_MAX) > 0)
         p = alloc_from_arenas(chunk, &seen, false);
     if (!p)
         p = alloc_from_new_arena(chunk, seen);

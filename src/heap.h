@@ -69,8 +69,9 @@ LFH_INLINE void heap_check_block(const struct descriptor *desc, const void *ptr)
  * program computed it and wrote it there, which takes the key, learnt only by reading
  * freed memory; a program that writes into a freed block's second word defeats the check
  * (a use after free before the double free). The debug build knows every block's state
- * from its records and fills freed blocks itself, so it leaves the mark out. */
-/* The key of a small block's mark: its descriptor's, read once per free (the fast path
+ * from its records and fills freed blocks itself, so it leaves the mark out.
+ *
+ * The key of a small block's mark is its descriptor's, read once per free (the fast path
  * compares and stores the same value). A plain field: it is written when the superblock
  * is set up, before its first block is handed out, and a thread that frees a block got
  * it, through the program, from one that saw the superblock set up, as it sees its other
