@@ -658,12 +658,11 @@ static void pieces_release(struct buddy *buddy, char *start, const char *end)
 /* ---- merged runs: freed runs given back to their buddies still resident -------------
  *
  * When freed runs outweigh the runs in use, a fresh chunk needs them coalesced in their
- * buddies: those smaller than the chunk before any clean room, all of them once every
- * arena is full (fresh_chunk). Decommitting them first (a purge) made the
+ * buddies, before any clean room (fresh_chunk). Decommitting them first (a purge) made the
  * new blocks fault every page in again: a program that moves through block sizes, each
  * size freed before the next, faulted its whole working set in at every step
  * (bench/size-phases: 449 k page faults, glibc 42 k; docs/BENCHMARKS.md, "Sizes in
- * phases"). So there the runs go to their buddies as they are (arena_merge_below), each
+ * phases"). So there the runs go to their buddies as they are (arena_merge_up_to), each
  * page marked in its arena's dirty_free bits, and the invariant of a buddy's free space
  * becomes: a free page reads as zeros unless its bit is set.
  * - A bit is set before the pages' release (release fetch_or, then buddy_free's acq_rel
@@ -927,13 +926,12 @@ static size_t purge_class(unsigned cls, uint32_t now, uint32_t delay, bool force
     return released;
 }
 
-/* Gives the freed runs of the classes smaller than `chunk` back to their buddies still
- * resident (see above): the runs that can serve a chunk of that size only coalesced;
- * every freed run for SIZE_MAX. */
-static size_t arena_merge_below(size_t chunk)
+/* Gives the freed runs of the classes up to `most` bytes back to their buddies still
+ * resident (see above); every freed run for SIZE_MAX. */
+static size_t arena_merge_up_to(size_t most)
 {
     size_t merged = 0;
-    for (unsigned cls = 0; cls < ARENA_CLASSES && class_size(cls) < chunk; cls++)
+    for (unsigned cls = 0; cls < ARENA_CLASSES && class_size(cls) <= most; cls++)
         if (dirty_class_waiting(cls))
             merged += purge_class(cls, 0, 0, true, true, NULL);
     return merged;
@@ -1563,6 +1561,12 @@ static void *alloc_from_new_arena(size_t chunk, struct arena *seen)
 /* A fresh chunk: one mostly of merged pages if there is one (resident already), else
  * any free one; its pages read as zeros except where their dirty_free bits are set
  * (merged runs, above), which the caller claims. */
+/* The biggest run, in chunks, that a fresh chunk merges before clean memory: the chunk
+ * then takes at least an eighth of it. A small request carved out of a big freed run
+ * split it, and the run's class, asked for again, found no free chunk of its size there:
+ * the sweep gave the merged pages back and the block faulted in new ones. */
+#define MERGE_SPAN 8
+
 static void *fresh_chunk(size_t chunk)
 {
     struct arena *seen;
@@ -1578,20 +1582,26 @@ static void *fresh_chunk(size_t chunk)
     dirty_free_sweep(0, 0, true);
     /* Merging freed runs lets the buddies coalesce them and keeps their pages, but gives
      * up what they were kept for (their classes' next blocks). So it comes first only
-     * when the freed runs outweigh those in use: the runs smaller than the chunk, which
-     * only coalesced can serve it, before any clean memory (a program that freed 192 MiB
-     * of 256 KiB blocks in four arenas, the newest mostly clean, took that arena's clean
-     * pages for its next 64 MiB of 1 MiB blocks, 16,256 faults, while the freed runs
-     * stayed resident), and all of them once every arena is full. A bigger run stays for
-     * its class (arena_alloc or arena_alloc_large took it already if it was not too big
-     * for this chunk). Otherwise a new arena's address space is cheaper, and the purge is
-     * the last resort when none can be mapped. */
-    if (mostly_dirty() && arena_merge_below(chunk) > 0 && (p = dirty_free_take(chunk)) != NULL)
+     * when the freed runs outweigh those in use, and then for the runs up to
+     * MERGE_SPAN times the chunk, before any clean memory is taken. A run that could
+     * have served this chunk was taken already (arena_alloc, arena_alloc_large), so what
+     * waits is either smaller than the chunk, which only coalesced can serve it, or too
+     * big to be reused for it: kept for its class, such a run stayed resident while the
+     * chunk faulted in new pages, both resident at once (`sort -S 50M` freed its 50 MB
+     * buffer, then took 13 MB ones from clean pages: a peak of 66 MiB against glibc's
+     * 53). A program that frees 192 MiB of 256 KiB blocks in four arenas, the newest
+     * mostly clean, took that arena's clean pages for its next 64 MiB of 1 MiB blocks,
+     * 16,256 faults, while the freed runs stayed resident. When the merged runs' class
+     * is asked for again, dirty_free_take finds their pages. Otherwise a new arena's
+     * address space is cheaper, and the purge is the last resort when none can be
+     * mapped. */
+    if (mostly_dirty() && arena_merge_up_to(MERGE_SPAN * chunk) > 0 &&
+        (p = dirty_free_take(chunk)) != NULL)
         return p;
     p = alloc_from_arenas(chunk, &seen, true);
     if (!p)
         p = alloc_from_arenas(chunk, &seen, false);
-    if (!p && mostly_dirty() && arena_merge_below(SIZE_MAX) > 0)
+    if (!p && mostly_dirty() && arena_merge_up_to(SIZE_MAX) > 0)
         p = alloc_from_arenas(chunk, &seen, false);
     if (!p)
         p = alloc_from_new_arena(chunk, seen);

@@ -299,7 +299,8 @@ static void run_tails_are_reused(void)
 /* A freed run is reused by a smaller block if it holds at most three times the
  * block (ARENA_LARGE_REUSE_MAX), with the pages its previous tenant wrote as they were,
  * and by a bigger block of its order, extended over the free rest of its chunk; a run
- * more than three times the block is not taken. */
+ * more than three times the block is not taken whole: with the freed runs outweighing
+ * those in use, it is merged into its buddy and the block takes a chunk of its pages. */
 static void freed_runs_are_reused_and_extended(void)
 {
     arena_purge_all();
@@ -323,10 +324,11 @@ static void freed_runs_are_reused_and_extended(void)
     CHECK(c[0] == 0x3e && c[10 * MIB - 1] == 0x3e && (c[24 * MIB - 1] | 0x3d) == 0x3d &&
           c[24 * MIB] == 0 && c[run - 1] == 0);
     arena_free(c, run);
-    /* 28 MiB is more than three times 9 MiB: a fresh run of 10 MiB instead */
+    /* 28 MiB is more than three times 9 MiB: the run is merged, and a run of 10 MiB is
+     * carved from its pages, which hold c's bytes (not zeroed) */
     char *d = arena_alloc_large(9 * MIB, &zeroed, &run);
     REQUIRE(d);
-    CHECK(d != a && run == 10 * MIB && zeroed);
+    CHECK(d >= a && d + 10 * MIB <= a + 28 * MIB && run == 10 * MIB && !zeroed);
     arena_free(d, run);
     arena_purge_all();
 }
@@ -415,7 +417,8 @@ static void reused_run_tails_go_back(void)
 /* A chunk for a superblock takes a freed run up to four times its size
  * (ARENA_SUPERBLOCK_REUSE_MAX) when none of its own size waits and freed runs pile up (16 MiB
  * or more): the run whole, its pages as the previous tenant left them; its own size first
- * when both wait; nothing bigger; and with little freed memory waiting, a fresh chunk. */
+ * when both wait; nothing bigger whole, but a freed run up to eight times the chunk
+ * merged and a chunk of its pages; and with little freed memory waiting, a fresh chunk. */
 static void superblock_chunks_take_bigger_freed_runs(void)
 {
     arena_purge_all();
@@ -444,7 +447,8 @@ static void superblock_chunks_take_bigger_freed_runs(void)
     if (b)
         arena_free(b, got);
     arena_purge_all();
-    /* 384 KiB (6/8 of 512) is more than four times 64 KiB: a fresh chunk instead */
+    /* 384 KiB (6/8 of 512) is more than four times 64 KiB: not taken whole, but merged
+     * (the 16 MiB pile is too big to be split for it), and the chunk is one of its pages */
     char *huge = arena_alloc_large(380 * 1024, &zeroed, &run);
     REQUIRE(huge);
     CHECK(run == 384 * 1024);
@@ -454,7 +458,16 @@ static void superblock_chunks_take_bigger_freed_runs(void)
     arena_free(huge, run);
     char *c = arena_alloc(64 * 1024, &zeroed, &got);
     REQUIRE(c);
-    CHECK(got == 64 * 1024 && zeroed && (c + got <= huge || c >= huge + run));
+    CHECK(got == 64 * 1024 && !zeroed && c >= huge && c + got <= huge + run);
+    arena_free(c, got);
+    arena_purge_all();
+    /* The pile alone waits: more than eight times the chunk, it is not split for it */
+    pile = arena_alloc_large(16 * MIB, &zeroed, &pile_run);
+    REQUIRE(pile);
+    arena_free(pile, pile_run);
+    c = arena_alloc(64 * 1024, &zeroed, &got);
+    REQUIRE(c);
+    CHECK(got == 64 * 1024 && zeroed && (c + got <= pile || c >= pile + pile_run));
     arena_free(c, got);
     arena_purge_all();
 }
