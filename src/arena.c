@@ -1558,15 +1558,15 @@ static void *alloc_from_new_arena(size_t chunk, struct arena *seen)
     return p;
 }
 
-/* A fresh chunk: one mostly of merged pages if there is one (resident already), else
- * any free one; its pages read as zeros except where their dirty_free bits are set
- * (merged runs, above), which the caller claims. */
 /* The biggest run, in chunks, that a fresh chunk merges before clean memory: the chunk
  * then takes at least an eighth of it. A small request carved out of a big freed run
  * split it, and the run's class, asked for again, found no free chunk of its size there:
  * the sweep gave the merged pages back and the block faulted in new ones. */
 #define MERGE_SPAN 8
 
+/* A fresh chunk: one mostly of merged pages if there is one (resident already), else
+ * any free one; its pages read as zeros except where their dirty_free bits are set
+ * (merged runs, above), which the caller claims. */
 static void *fresh_chunk(size_t chunk)
 {
     struct arena *seen;
