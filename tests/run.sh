@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test runner: runs every suite in tests/suites/ (each a shell script that prints
-# "PASS name" or "FAIL name" lines), echoes their output, and ends with the line
-# "N passed, N failed". Exit status is non-zero when anything failed. Arguments, if any,
-# name the suites to run (e.g. `tests/run.sh park signals`); by default, all of them.
+# "PASS name" or "FAIL name" lines), echoes their output and how long each took, and ends
+# with the line "N passed, N failed". Exit status is non-zero when anything failed.
+# Arguments, if any, name the suites to run (e.g. `tests/run.sh park signals`); by
+# default, all of them.
 set -u
 cd "$(dirname "$0")/.."
 pass=0
@@ -22,9 +23,11 @@ for suite in "${suites[@]}"; do
         continue
     fi
     echo "== $(basename "$suite" .sh)"
+    started=$SECONDS
     out=$(bash "$suite" 2>&1)
     status=$?
     printf '%s\n' "$out"
+    echo "# $(basename "$suite" .sh) took $((SECONDS - started)) s"
     p=$(printf '%s\n' "$out" | grep -c '^PASS ')
     f=$(printf '%s\n' "$out" | grep -c '^FAIL ')
     if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -34,5 +37,6 @@ for suite in "${suites[@]}"; do
     pass=$((pass + p))
     fail=$((fail + f))
 done
+echo "# all suites took $SECONDS s"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
