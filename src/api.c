@@ -128,7 +128,7 @@ void *api_alloc_tracked(const struct heap_props *props, bool clear)
         if (!block)
             return NULL; /* errno is ENOMEM */
     } else {
-        block = large_alloc(room, props->align, &zeroed);
+        block = large_alloc(large_room(size), props->align, &zeroed);
         if (!block)
             return fail_nomem();
     }
@@ -434,7 +434,7 @@ void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_
         return small_keeps(desc, room) ? ptr : NULL;
     if (room <= SIZECLASS_MAX_SIZE)
         return NULL; /* a small block wastes less */
-    return large_resize(desc, room, align);
+    return large_resize(desc, large_room(size), align);
 }
 
 /* The bytes of a block that a move keeps, from its start: every byte malloc_usable_size
@@ -573,7 +573,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     size_t room = block_room(size);
     size_t old_bytes = desc->size;
     if (!DEBUG_ENABLED && desc->class_index == HEAP_CLASS_LARGE && align == 0 &&
-        room > SIZECLASS_MAX_SIZE && heap_large_stays(desc, room)) {
+        room > SIZECLASS_MAX_SIZE && heap_large_stays(desc, large_room(size))) {
         /* A block that stays in its run keeps its record but for the request (a buffer
          * grown a few bytes at a time: the general path below cost it three times the
          * calls). The new bytes of a zero-filled block are zeroed, as below. */

@@ -57,6 +57,14 @@ static inline size_t block_room(size_t request)
     return debug_room(request) + SECURE_TAIL_BYTES;
 }
 
+/* The same for a large block, which ends in the secure build's guard page instead of a
+ * tail canary: with the canary's 8 bytes counted, a realloc to a size within the last 8
+ * bytes of the usable size asked for one more page and moved the block. */
+static inline size_t large_room(size_t request)
+{
+    return debug_room(request);
+}
+
 /* The statistics build counts a call of an allocating routine that returned `block`
  * (NULL: it failed); the result is the block. */
 LFH_INLINE void *counted(enum lfh_stats_routine routine, size_t request, void *block)
