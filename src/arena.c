@@ -408,7 +408,7 @@ static char *dirty_take_all(unsigned row, unsigned cls)
 
 /* ---- tails of reused runs ----------------------------------------------------------- */
 
-/* A large block that takes a freed run more than a quarter bigger than itself
+/* A large block that takes a freed run bigger than a fresh run for it would be
  * (arena_alloc_large) is given only its extent, arena_large_size(size) bytes of the run;
  * the rest, the run's tail, keeps the pages its earlier tenants left resident, which the
  * block never uses. Taking such runs saves `large` most of its page faults, but a block
@@ -1820,10 +1820,13 @@ void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
         last++;
     void *p = arena_alloc_run(&cls, zeroed, size, last, true);
     *chunk_size = class_size(cls);
-    /* A freed run more than a quarter bigger than the block: the block gets its extent,
-     * and the tail's pages go back if it lives a purge delay (tails, above). A fresh
-     * run's tail is not resident (a whole chunk after lost carves: fresh_run). */
-    if (p && !*zeroed && class_size(cls) - size > size / 4 &&
+    /* A freed run bigger than a fresh run would be: the block gets a fresh run's extent,
+     * and the tail's pages go back if it lives a purge delay (tails, above). A run up to a
+     * quarter bigger than `size` was given whole, but `size` is the request rounded up to
+     * pages, so a block of 36,865 bytes took a freed 48 KiB run whole, a third more than
+     * its request, where a fresh run holds 40 KiB. A fresh run's tail is not resident (a
+     * whole chunk after lost carves: fresh_run). */
+    if (p && !*zeroed && class_size(cls) > arena_large_size(size) &&
         tail_register(p, arena_large_size(size), class_size(cls)))
         *chunk_size = arena_large_size(size);
     return p;

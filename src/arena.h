@@ -59,8 +59,9 @@ size_t arena_large_size(size_t size);
  * no page faults, where a fresh run faults in every page the block touches), of that
  * run: preferably one at most a quarter bigger than `size`, else a smaller one extended
  * over the free rest of its chunk, else one of at most ARENA_LARGE_REUSE_MAX * size
- * bytes, whose pages past the block's go back to the kernel if the block lives a purge
- * delay (or at arena_purge_all). Only when too many such blocks live at once to be
+ * bytes; of a run bigger than a fresh one, the block gets a fresh run's bytes, and the
+ * pages past them go back to the kernel if the block lives a purge delay (or at
+ * arena_purge_all). Only when too many such blocks live at once to be
  * tracked (1,024), the whole bigger run; rarely, when other threads keep taking parts of
  * the chunks it carves runs from, a whole fresh chunk. *zeroed as for arena_alloc; NULL
  * when no arena can be mapped. */

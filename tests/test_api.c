@@ -586,8 +586,8 @@ static void large_blocks_hold_at_most_a_quarter_more(void)
         char *p = T_MALLOC(s);
         REQUIRE(p);
         size_t u = T_MALLOC_USABLE_SIZE(p);
-        CHECK(u >= s && u <= s + s / 4 + 4096);
-        if (u < s || u > s + s / 4 + 4096)
+        CHECK(u >= s && u <= s + s / 4);
+        if (u < s || u > s + s / 4)
             fprintf(stderr, "  malloc(%zu): usable size %zu\n", s, u);
         memset(p, 5, u);
         T_FREE(p);
@@ -596,11 +596,33 @@ static void large_blocks_hold_at_most_a_quarter_more(void)
         char *p = T_MALLOC(s);
         REQUIRE(p);
         size_t u = T_MALLOC_USABLE_SIZE(p);
-        CHECK(u >= s && u <= s + s / 4 + 4096);
-        if (u < s || u > s + s / 4 + 4096)
+        CHECK(u >= s && u <= s + s / 4);
+        if (u < s || u > s + s / 4)
             fprintf(stderr, "  malloc(%zu) after bigger blocks: usable size %zu\n", s, u);
         memset(p, 6, u);
         T_FREE(p);
+    }
+    /* Right after a freed block a little more than a quarter bigger, whose run waits
+     * resident: the block takes that run, but only a fresh run's share of it. A run up
+     * to a quarter bigger than the request rounded up to pages was given whole: 36,865
+     * bytes got a freed 48 KiB run, 49,152 usable bytes. Sizes a byte past a page show
+     * it best, as their rounding adds the most. */
+    for (size_t s = 32 * 1024 + 1; s <= ((size_t)1 << 20); s += 3 * 4096) {
+        for (size_t extra = s / 4 + 1; extra <= s / 3; extra += s / 12) {
+            char *freed = T_MALLOC(s + extra);
+            REQUIRE(freed);
+            memset(freed, 7, s + extra);
+            T_FREE(freed);
+            char *p = T_MALLOC(s);
+            REQUIRE(p);
+            size_t u = T_MALLOC_USABLE_SIZE(p);
+            CHECK(u >= s && u <= s + s / 4);
+            if (u < s || u > s + s / 4)
+                fprintf(stderr, "  malloc(%zu) after a freed %zu: usable size %zu\n", s, s + extra,
+                        u);
+            memset(p, 8, u);
+            T_FREE(p);
+        }
     }
     T_MALLOC_TRIM(0);
 }
