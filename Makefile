@@ -133,12 +133,17 @@ $(BUILD)/liblfheap-%.so: $$(OBJS_$$*)
 # blocks from glibc's heap that lfheap's free cannot take back, and install signal
 # handlers unwrapped (tests/test_static_archive.c). Its internal names (hidden: buddy_alloc,
 # out_str, pagemap, ...) are made local to that object, so that they cannot clash with a
-# program's own names, as they cannot in the shared library. The prefix-only variants of
-# the tests override nothing, and keep their objects apart.
+# program's own names, as they cannot in the shared library. Its C++ operators are made
+# weak: C++ lets a program replace any of them with its own, which the dynamic linker
+# prefers to the shared library's, but beside the archive's strong ones the link failed
+# (multiple definition of operator new); the program's own now win, and the forms it
+# does not define stay lfheap's. The prefix-only variants of the tests override nothing,
+# and keep their objects apart.
 $(BUILD)/obj/all-%/lfheap.o: $$(OBJS_$$*)
 	@mkdir -p $(@D)
 	$(LD) -r -o $@ $^
-	objcopy --localize-hidden $@
+	objcopy --localize-hidden --wildcard --weaken-symbol='_Zn[wa]m*' \
+	    --weaken-symbol='_Zd[la]Pv*' $@
 
 $(BUILD)/liblfheap.a: $(BUILD)/obj/all-release/lfheap.o
 	rm -f $@ && ar rcs $@ $^

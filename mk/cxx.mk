@@ -24,6 +24,14 @@ $(BUILD)/t-cxx/test_cxx_clang: $(CXX_TEST_DEPS) $(BUILD)/liblfheap.so
 $(BUILD)/t-plain/test_cxx: $(CXX_TEST_DEPS)
 	@mkdir -p $(@D)
 	$(CXX) $(CXX_TEST_FLAGS) -DTEST_PLAIN $< -o $@
+# A program with its own operator new and delete (tests/test_cxx_own.cc).
+$(BUILD)/t-cxx/test_cxx_own_static: tests/test_cxx_own.cc tests/testutil.h include/lfheap.h \
+                                    mk/cxx.mk $(BUILD)/liblfheap.a
+	@mkdir -p $(@D)
+	$(CXX) $(CXX_TEST_FLAGS) $< -o $@ $(BUILD)/liblfheap.a -ldl
+$(BUILD)/t-plain/test_cxx_own: tests/test_cxx_own.cc tests/testutil.h mk/cxx.mk
+	@mkdir -p $(@D)
+	$(CXX) $(CXX_TEST_FLAGS) -DTEST_PLAIN $< -o $@ -ldl
 # A C program that calls the operators by their mangled names, without a C++ runtime.
 $(BUILD)/t-cxx/test_cxx_c: tests/test_cxx_c.c tests/testutil.h include/lfheap.h \
                            $(BUILD)/liblfheap.so
@@ -39,7 +47,8 @@ $(BUILD)/t-plain/cxx_unfreed: tests/cxx_unfreed.cc tests/testutil.h mk/cxx.mk
 	$(CXX) $(CXX_TEST_FLAGS) -DTEST_PLAIN $< -o $@
 TEST_BINS += $(BUILD)/t-cxx/test_cxx $(BUILD)/t-cxx/test_cxx_static \
              $(BUILD)/t-cxx/test_cxx_clang $(BUILD)/t-plain/test_cxx $(BUILD)/t-cxx/test_cxx_c \
-             $(BUILD)/t-cxx/libtest_cxx_plugin.so $(BUILD)/t-plain/cxx_unfreed
+             $(BUILD)/t-cxx/libtest_cxx_plugin.so $(BUILD)/t-plain/cxx_unfreed \
+             $(BUILD)/t-cxx/test_cxx_own_static $(BUILD)/t-plain/test_cxx_own
 
 ifeq ($(HAVE_LIBCXX),yes)
 $(BUILD)/t-cxx/test_cxx_libcxx: $(CXX_TEST_DEPS) $(BUILD)/liblfheap.so

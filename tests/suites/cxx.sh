@@ -21,6 +21,8 @@ if [ -x build/t-cxx/test_cxx_libcxx ]; then
 else
     echo "note: libc++ headers not installed (libc++-dev, libc++abi-dev): libc++ not tested"
 fi
+run cxx-own-operators-static build/t-cxx/test_cxx_own_static
+run cxx-own-operators-preloaded env LD_PRELOAD="$lib" build/t-plain/test_cxx_own
 run cxx-from-c build/t-cxx/test_cxx_c
 plugin=build/t-cxx/libtest_cxx_plugin.so
 run cxx-plugin-of-c-program build/t-cxx/test_cxx_c plugin "$plugin"
