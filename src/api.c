@@ -721,28 +721,15 @@ LFH_EXPORT int lfh_malloc_trim(size_t pad)
     return (cached != 0) | (purged != 0) | (arena_release_free_huge_pages() != 0);
 }
 
-/* glibc's tuning knobs: lfheap has none of them to set, so each of glibc's parameters is
- * accepted (1) and ignored, and any other refused (0). */
+/* glibc's tuning knobs: lfheap has none of them to set, so each is ignored, and the result
+ * is glibc's (2.36): 0 only for a fast-bin size (M_MXFAST) outside 0 to 80 * sizeof(size_t)
+ * / 4 bytes, 1 for every other value and parameter, including the ones glibc does not
+ * know, so that a program that checks the result takes the same path as with glibc. */
 LFH_EXPORT int lfh_mallopt(int param, int value)
 {
-    (void)value;
-    switch (param) {
-    case M_MXFAST:
-    case M_NLBLKS:
-    case M_GRAIN:
-    case M_KEEP:
-    case M_TRIM_THRESHOLD:
-    case M_TOP_PAD:
-    case M_MMAP_THRESHOLD:
-    case M_MMAP_MAX:
-    case M_CHECK_ACTION:
-    case M_PERTURB:
-    case M_ARENA_TEST:
-    case M_ARENA_MAX:
-        return 1;
-    default:
-        return 0;
-    }
+    if (param == M_MXFAST)
+        return value >= 0 && (size_t)value <= 80 * sizeof(size_t) / 4;
+    return 1;
 }
 
 /* ---- the standard names ----------------------------------------------------------- */

@@ -578,9 +578,14 @@ static void mallinfo2_and_mallopt(void)
         fprintf(stderr, "uordblks %zu before, %zu allocated, %zu freed\n", before_alloc, allocated,
                 freed);
     CHECK(allocated >= freed + (size_t)N * SIZE / 2);
+    /* glibc 2.36's results: 0 only for a fast-bin size outside 0..160 bytes. */
     CHECK(lfh_mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1);
+    CHECK(lfh_mallopt(M_MMAP_THRESHOLD, -1) == 1);
     CHECK(lfh_mallopt(M_ARENA_MAX, 1) == 1);
-    CHECK(lfh_mallopt(12345, 1) == 0);
+    CHECK(lfh_mallopt(M_ARENA_MAX, -5) == 1);
+    CHECK(lfh_mallopt(M_MXFAST, 0) == 1 && lfh_mallopt(M_MXFAST, 160) == 1);
+    CHECK(lfh_mallopt(M_MXFAST, -1) == 0 && lfh_mallopt(M_MXFAST, 161) == 0);
+    CHECK(lfh_mallopt(12345, 1) == 1 && lfh_mallopt(0, 0) == 1 && lfh_mallopt(-100, 3) == 1);
 }
 
 static void release_build_counts_nothing(void)
