@@ -14,7 +14,10 @@
 /* Run before the program's own constructors and after its own destructors, also when the
  * program links the static archive and they share one .init_array (101 is the first
  * priority left to programs): the settings are read before a constructor of the program
- * can change the environment, the exit reports come after its destructors' frees. */
+ * can change the environment, the exit reports come after its destructors' frees. A
+ * program's own constructor of priority 101 shares the rank, and in a static link the
+ * linker's order decides (README, Configuration); 0 to 100 are reserved for the
+ * implementation (the compiler and C library). */
 #define LFH_LOAD_CONSTRUCTOR __attribute__((constructor(101)))
 #define LFH_EXIT_DESTRUCTOR  __attribute__((destructor(101)))
 
