@@ -94,7 +94,10 @@ OBJS_$(1) := $$(patsubst src/%,$(BUILD)/obj/$(1)/%.o,$$(basename $$(LIB_SRC)))
 endef
 $(foreach v,$(VARIANTS),$(eval $(call variant_rules,$(v))))
 # C++ exceptions unwind through the frames of operator new (src/api_cxx.c).
-$(foreach v,$(VARIANTS),$(BUILD)/obj/$(v)/api_cxx.o): LIBFLAGS += -fexceptions
+# api_cxx.c: -fsemantic-interposition, so that its calls of the base operators go through
+# the GOT, to a program's replacements (the comment before cxx_new_array).
+$(foreach v,$(VARIANTS),$(BUILD)/obj/$(v)/api_cxx.o): LIBFLAGS += -fexceptions \
+    -fsemantic-interposition
 
 
 .SECONDEXPANSION:

@@ -22,7 +22,7 @@ $(BUILD)/obj/fuzz/%.o: src/%.c $(LIB_HDR) Makefile mk/fuzz.mk
 $(BUILD)/obj/fuzz/%.o: src/%.S $(LIB_HDR) Makefile mk/fuzz.mk
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(LIBFLAGS) $(FLAGS_asan) -c $< -o $@
-$(BUILD)/obj/fuzz/api_cxx.o: LIBFLAGS += -fexceptions
+$(BUILD)/obj/fuzz/api_cxx.o: LIBFLAGS += -fexceptions -fsemantic-interposition
 
 $(BUILD)/fuzz/fuzz_api: tests/fuzz_api.c tests/testutil.h include/lfheap.h $(FUZZ_OBJS)
 	@mkdir -p $(@D)

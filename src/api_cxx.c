@@ -32,10 +32,12 @@
  * take the dynamic linker's lock); and to a static link whose libstdc++.a pulls in no
  * __throw_bad_alloc (weak references pull in no archive member).
  *
- * Sized and aligned deletes go to free_sized and free_aligned_sized (the unsized aligned
- * ones to free; the builds that check pointers check their alignment too), which find the
- * block through the page map: they are correct for any block lfheap handed out, whatever
- * size or alignment they are given. An alignment that is not a power
+ * Every delete frees the block, which free finds through the page map (the builds that
+ * check pointers check the size and alignment given, too): correct for any block lfheap
+ * handed out, whatever size or alignment it is given. The forms the standard defines by
+ * others (operator new[], the array, sized and nothrow deletes) call the base forms
+ * through the GOT, so that a program's replacements of those get them (the comment
+ * before cxx_new_array). An alignment that is not a power
  * of two (undefined in C++) fails at once, without the new-handler, as libstdc++ does.
  * Defined only in builds that define the standard names.
  */
@@ -110,7 +112,7 @@ static LFH_NOINLINE void *cxx_retry(size_t size, size_t align, unsigned form)
     return NULL;
 }
 
-/* ---- the operators ------------------------------------------------------------------ */
+/* ---- the base forms ----------------------------------------------------------------- */
 
 /* new(0) gets a unique block, like malloc(0). */
 static void *cxx_new(size_t size)
@@ -141,8 +143,7 @@ static void *cxx_new_aligned_nothrow(size_t size, size_t align, const void *noth
 
 /* Every delete frees the block; only the builds that check pointers read the size and
  * alignment (an alignment of 0 is no power of two: the check reports it as wrong), and
- * they name the operator in their reports. The nothrow forms share the others' code: their
- * extra argument changes nothing. */
+ * they name the operator in their reports. */
 LFH_INLINE void delete_block(const char *operator_name, void *ptr, bool sized, size_t size,
                              size_t align)
 {
@@ -157,39 +158,9 @@ static void cxx_delete(void *ptr)
     delete_block("operator delete", ptr, false, 0, 0);
 }
 
-static void cxx_delete_array(void *ptr)
-{
-    delete_block("operator delete[]", ptr, false, 0, 0);
-}
-
 static void cxx_delete_aligned(void *ptr, size_t align)
 {
     delete_block("operator delete", ptr, false, 0, align ? align : 1);
-}
-
-static void cxx_delete_array_aligned(void *ptr, size_t align)
-{
-    delete_block("operator delete[]", ptr, false, 0, align ? align : 1);
-}
-
-static void cxx_delete_sized(void *ptr, size_t size)
-{
-    delete_block("operator delete", ptr, true, size, 0);
-}
-
-static void cxx_delete_array_sized(void *ptr, size_t size)
-{
-    delete_block("operator delete[]", ptr, true, size, 0);
-}
-
-static void cxx_delete_aligned_sized(void *ptr, size_t size, size_t align)
-{
-    delete_block("operator delete", ptr, true, size, align ? align : 1);
-}
-
-static void cxx_delete_array_aligned_sized(void *ptr, size_t size, size_t align)
-{
-    delete_block("operator delete[]", ptr, true, size, align ? align : 1);
 }
 
 /* ---- their mangled names ------------------------------------------------------------ */
@@ -198,31 +169,132 @@ static void cxx_delete_array_aligned_sized(void *ptr, size_t size, size_t align)
     extern __typeof(target) cxx_operator_##mangled __asm__(#mangled)                               \
         __attribute__((alias(#target), visibility("default")))
 
-/* operator new, new[] (size_t) */
+/* operator new (size_t), (size_t, const std::nothrow_t &), and their arrays' nothrow
+ * forms: the standard has these call operator new and operator new[] and catch what they
+ * throw, which C cannot do, so they stay lfheap's whatever the program replaces */
 CXX_OPERATOR(_Znwm, cxx_new);
-CXX_OPERATOR(_Znam, cxx_new);
-/* (size_t, const std::nothrow_t &) */
 CXX_OPERATOR(_ZnwmRKSt9nothrow_t, cxx_new_nothrow);
 CXX_OPERATOR(_ZnamRKSt9nothrow_t, cxx_new_nothrow);
-/* (size_t, std::align_val_t) */
+/* (size_t, std::align_val_t), and the nothrow forms */
 CXX_OPERATOR(_ZnwmSt11align_val_t, cxx_new_aligned);
-CXX_OPERATOR(_ZnamSt11align_val_t, cxx_new_aligned);
-/* (size_t, std::align_val_t, const std::nothrow_t &) */
 CXX_OPERATOR(_ZnwmSt11align_val_tRKSt9nothrow_t, cxx_new_aligned_nothrow);
 CXX_OPERATOR(_ZnamSt11align_val_tRKSt9nothrow_t, cxx_new_aligned_nothrow);
-
-/* operator delete, delete[] (void *) */
+/* operator delete (void *), (void *, std::align_val_t) */
 CXX_OPERATOR(_ZdlPv, cxx_delete);
-CXX_OPERATOR(_ZdaPv, cxx_delete_array);
-/* (void *, const std::nothrow_t &) */
-CXX_OPERATOR(_ZdlPvRKSt9nothrow_t, cxx_delete);
-CXX_OPERATOR(_ZdaPvRKSt9nothrow_t, cxx_delete_array);
-/* (void *, std::align_val_t) */
 CXX_OPERATOR(_ZdlPvSt11align_val_t, cxx_delete_aligned);
+
+/* ---- the forms the standard defines by others ---------------------------------------- */
+
+/* operator new[] calls operator new, and every other delete calls operator delete or
+ * operator delete[] ([new.delete]): a program that replaces a base form (a leak counter
+ * replaces operator new and operator delete) gets the calls of the forms it leaves to
+ * lfheap too, as with the C++ runtime's own operators, and frees through its own
+ * operator delete what its operator new made. So these call the base forms by their
+ * exported names, which this file (compiled with -fsemantic-interposition, Makefile)
+ * reaches through the GOT: it holds the program's replacement if there is one (the
+ * dynamic linker looks in the program first; the static archive's operators are weak),
+ * else lfheap's own. In the release build that is one more jump; the builds that check
+ * pointers keep their checks of the size and alignment, and name the operator in their
+ * reports, while the base form is lfheap's own. */
+#define CXX_BASE_IS_OWN(base, own) ((void *)&(base) == (void *)&(own))
+
+static void *cxx_new_array(size_t size)
+{
+    return cxx_operator__Znwm(size);
+}
+
+static void *cxx_new_array_aligned(size_t size, size_t align)
+{
+    return cxx_operator__ZnwmSt11align_val_t(size, align);
+}
+
+/* delete[] (void *) calls delete (void *); its sized and nothrow forms call it. */
+static void cxx_delete_array(void *ptr)
+{
+    if (API_INSTRUMENTED && CXX_BASE_IS_OWN(cxx_operator__ZdlPv, cxx_delete))
+        delete_block("operator delete[]", ptr, false, 0, 0);
+    else
+        cxx_operator__ZdlPv(ptr);
+}
+
+static void cxx_delete_array_aligned(void *ptr, size_t align)
+{
+    if (API_INSTRUMENTED && CXX_BASE_IS_OWN(cxx_operator__ZdlPvSt11align_val_t, cxx_delete_aligned))
+        delete_block("operator delete[]", ptr, false, 0, align ? align : 1);
+    else
+        cxx_operator__ZdlPvSt11align_val_t(ptr, align);
+}
+
+CXX_OPERATOR(_Znam, cxx_new_array);
+CXX_OPERATOR(_ZnamSt11align_val_t, cxx_new_array_aligned);
+CXX_OPERATOR(_ZdaPv, cxx_delete_array);
 CXX_OPERATOR(_ZdaPvSt11align_val_t, cxx_delete_array_aligned);
+
+static void cxx_delete_nothrow(void *ptr, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    cxx_operator__ZdlPv(ptr);
+}
+
+static void cxx_delete_array_nothrow(void *ptr, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    cxx_operator__ZdaPv(ptr);
+}
+
+static void cxx_delete_aligned_nothrow(void *ptr, size_t align, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    cxx_operator__ZdlPvSt11align_val_t(ptr, align);
+}
+
+static void cxx_delete_array_aligned_nothrow(void *ptr, size_t align, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    cxx_operator__ZdaPvSt11align_val_t(ptr, align);
+}
+
+static void cxx_delete_sized(void *ptr, size_t size)
+{
+    if (API_INSTRUMENTED && CXX_BASE_IS_OWN(cxx_operator__ZdlPv, cxx_delete))
+        delete_block("operator delete", ptr, true, size, 0);
+    else
+        cxx_operator__ZdlPv(ptr);
+}
+
+static void cxx_delete_array_sized(void *ptr, size_t size)
+{
+    if (API_INSTRUMENTED && CXX_BASE_IS_OWN(cxx_operator__ZdaPv, cxx_delete_array) &&
+        CXX_BASE_IS_OWN(cxx_operator__ZdlPv, cxx_delete))
+        delete_block("operator delete[]", ptr, true, size, 0);
+    else
+        cxx_operator__ZdaPv(ptr);
+}
+
+static void cxx_delete_aligned_sized(void *ptr, size_t size, size_t align)
+{
+    if (API_INSTRUMENTED && CXX_BASE_IS_OWN(cxx_operator__ZdlPvSt11align_val_t, cxx_delete_aligned))
+        delete_block("operator delete", ptr, true, size, align ? align : 1);
+    else
+        cxx_operator__ZdlPvSt11align_val_t(ptr, align);
+}
+
+static void cxx_delete_array_aligned_sized(void *ptr, size_t size, size_t align)
+{
+    if (API_INSTRUMENTED &&
+        CXX_BASE_IS_OWN(cxx_operator__ZdaPvSt11align_val_t, cxx_delete_array_aligned) &&
+        CXX_BASE_IS_OWN(cxx_operator__ZdlPvSt11align_val_t, cxx_delete_aligned))
+        delete_block("operator delete[]", ptr, true, size, align ? align : 1);
+    else
+        cxx_operator__ZdaPvSt11align_val_t(ptr, align);
+}
+
+/* (void *, const std::nothrow_t &) */
+CXX_OPERATOR(_ZdlPvRKSt9nothrow_t, cxx_delete_nothrow);
+CXX_OPERATOR(_ZdaPvRKSt9nothrow_t, cxx_delete_array_nothrow);
 /* (void *, std::align_val_t, const std::nothrow_t &) */
-CXX_OPERATOR(_ZdlPvSt11align_val_tRKSt9nothrow_t, cxx_delete_aligned);
-CXX_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, cxx_delete_array_aligned);
+CXX_OPERATOR(_ZdlPvSt11align_val_tRKSt9nothrow_t, cxx_delete_aligned_nothrow);
+CXX_OPERATOR(_ZdaPvSt11align_val_tRKSt9nothrow_t, cxx_delete_array_aligned_nothrow);
 /* (void *, size_t) */
 CXX_OPERATOR(_ZdlPvm, cxx_delete_sized);
 CXX_OPERATOR(_ZdaPvm, cxx_delete_array_sized);

@@ -1,12 +1,18 @@
 /*
  * A C++ program may replace any of the global operators new and delete with its own
- * ([replacement.functions]): linked with liblfheap.a (whose operators are weak for this:
- * Makefile, the archive's rule) or with lfheap preloaded, the program's own operators
- * serve its new and delete expressions, and the forms it does not define (here the
- * array forms) are lfheap's; malloc stays lfheap's.
+ * ([replacement.functions]); the forms it leaves to the library then call its
+ * replacements where the standard defines them by the base forms ([new.delete]):
+ * operator new[] calls operator new, and every delete (array, sized, nothrow) ends in
+ * operator delete. This program replaces only operator new (size_t) and operator delete
+ * (void *), as a leak counter does, and checks that every new and delete expression of
+ * its own reaches them, also those the compiler makes sized deletes (-fsized-deallocation)
+ * and the array forms, linked with liblfheap.a (whose operators are weak: Makefile, the
+ * archive's rule) and with lfheap preloaded (src/api_cxx.c, the forms the standard
+ * defines by others); that the forms with no base of the program's (aligned ones) stay
+ * lfheap's; and that malloc stays lfheap's.
  *
  * Built linked with liblfheap.a, and as a plain program (TEST_PLAIN) that
- * tests/suites/cxx.sh runs with lfheap preloaded.
+ * tests/suites/cxx.sh runs with lfheap preloaded (release and debug builds).
  */
 #include "testutil.h"
 
@@ -30,17 +36,19 @@ void *operator new(std::size_t size)
     return block;
 }
 
+/* Deliberately without the sized form, which gcc suggests defining too. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsized-deallocation"
+#endif
 void operator delete(void *ptr) noexcept
 {
     own_deletes += ptr != nullptr;
     std::free(ptr);
 }
-
-void operator delete(void *ptr, std::size_t) noexcept
-{
-    own_deletes += ptr != nullptr;
-    std::free(ptr);
-}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 #ifdef TEST_PLAIN
 /* lfheap's malloc_size, which glibc does not have: found in the preloaded library. */
@@ -57,6 +65,11 @@ static std::size_t lfheap_size_of(void *ptr)
 }
 #endif
 
+struct with_destructor {
+    long value;
+    ~with_destructor() { value = 0; }
+};
+
 static void own_operators_serve_new_and_delete(void)
 {
     long news = own_news, deletes = own_deletes;
@@ -65,25 +78,43 @@ static void own_operators_serve_new_and_delete(void)
     CHECK(own_news == news + 1 && *one == 7);
     /* The program's new took the block from malloc, which is lfheap's. */
     CHECK(lfheap_size_of(one) >= sizeof(int));
-    delete one;
+    delete one; /* a sized delete: the library's, which calls the program's */
     CHECK(own_deletes == deletes + 1);
 }
 
-static void forms_it_does_not_define_stay_lfheaps(void)
+static void array_forms_call_the_programs_operators(void)
 {
     long news = own_news, deletes = own_deletes;
     char *array = new char[1000];
     REQUIRE(array != nullptr);
     for (int i = 0; i < 1000; i++)
         array[i] = (char)i;
-    CHECK(lfheap_size_of(array) >= 1000 && array[999] == (char)999);
+    CHECK(own_news == news + 1 && lfheap_size_of(array) >= 1000 && array[999] == (char)999);
     delete[] array;
+    CHECK(own_deletes == deletes + 1);
+    /* With a destructor: a cookie before the elements, and a sized delete[]. */
+    with_destructor *objects = new with_destructor[10];
+    REQUIRE(objects != nullptr);
+    objects[9].value = 9;
+    CHECK(own_news == news + 2);
+    delete[] objects;
+    CHECK(own_deletes == deletes + 2);
+}
+
+static void forms_without_a_base_of_its_own_stay_lfheaps(void)
+{
+    long news = own_news, deletes = own_deletes;
+    void *aligned = ::operator new(256, std::align_val_t(128));
+    REQUIRE(aligned != nullptr);
+    CHECK(((std::size_t)aligned & 127) == 0 && lfheap_size_of(aligned) >= 256);
+    ::operator delete(aligned, std::align_val_t(128));
     CHECK(own_news == news && own_deletes == deletes);
 }
 
 int main(void)
 {
     RUN(own_operators_serve_new_and_delete);
-    RUN(forms_it_does_not_define_stay_lfheaps);
+    RUN(array_forms_call_the_programs_operators);
+    RUN(forms_without_a_base_of_its_own_stay_lfheaps);
     return test_exit_status();
 }

@@ -23,6 +23,8 @@ else
 fi
 run cxx-own-operators-static build/t-cxx/test_cxx_own_static
 run cxx-own-operators-preloaded env LD_PRELOAD="$lib" build/t-plain/test_cxx_own
+run cxx-own-operators-debug env LFHEAP_UNFREED=0 LD_PRELOAD="$PWD/build/liblfheap-debug.so" \
+    build/t-plain/test_cxx_own
 run cxx-from-c build/t-cxx/test_cxx_c
 plugin=build/t-cxx/libtest_cxx_plugin.so
 run cxx-plugin-of-c-program build/t-cxx/test_cxx_c plugin "$plugin"
