@@ -32,6 +32,10 @@ $(BUILD)/t-cxx/test_cxx_own_static: tests/test_cxx_own.cc tests/testutil.h inclu
 $(BUILD)/t-plain/test_cxx_own: tests/test_cxx_own.cc tests/testutil.h mk/cxx.mk
 	@mkdir -p $(@D)
 	$(CXX) $(CXX_TEST_FLAGS) -DTEST_PLAIN $< -o $@ -ldl
+$(BUILD)/t-cxx/test_cxx_own_clang: tests/test_cxx_own.cc tests/testutil.h include/lfheap.h \
+                                   mk/cxx.mk $(BUILD)/liblfheap.a
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CXX_TEST_FLAGS) $< -o $@ $(BUILD)/liblfheap.a -ldl
 # A C program that calls the operators by their mangled names, without a C++ runtime.
 $(BUILD)/t-cxx/test_cxx_c: tests/test_cxx_c.c tests/testutil.h include/lfheap.h \
                            $(BUILD)/liblfheap.so
@@ -48,7 +52,8 @@ $(BUILD)/t-plain/cxx_unfreed: tests/cxx_unfreed.cc tests/testutil.h mk/cxx.mk
 TEST_BINS += $(BUILD)/t-cxx/test_cxx $(BUILD)/t-cxx/test_cxx_static \
              $(BUILD)/t-cxx/test_cxx_clang $(BUILD)/t-plain/test_cxx $(BUILD)/t-cxx/test_cxx_c \
              $(BUILD)/t-cxx/libtest_cxx_plugin.so $(BUILD)/t-plain/cxx_unfreed \
-             $(BUILD)/t-cxx/test_cxx_own_static $(BUILD)/t-plain/test_cxx_own
+             $(BUILD)/t-cxx/test_cxx_own_static $(BUILD)/t-plain/test_cxx_own \
+             $(BUILD)/t-cxx/test_cxx_own_clang
 
 ifeq ($(HAVE_LIBCXX),yes)
 $(BUILD)/t-cxx/test_cxx_libcxx: $(CXX_TEST_DEPS) $(BUILD)/liblfheap.so
@@ -57,7 +62,11 @@ $(BUILD)/t-cxx/test_cxx_libcxx: $(CXX_TEST_DEPS) $(BUILD)/liblfheap.so
 $(BUILD)/t-plain/test_cxx_libcxx: $(CXX_TEST_DEPS)
 	@mkdir -p $(@D)
 	$(CLANGXX) -stdlib=libc++ $(CXX_TEST_FLAGS) -DTEST_PLAIN $< -o $@
-TEST_BINS += $(BUILD)/t-cxx/test_cxx_libcxx $(BUILD)/t-plain/test_cxx_libcxx
+$(BUILD)/t-plain/test_cxx_own_libcxx: tests/test_cxx_own.cc tests/testutil.h mk/cxx.mk
+	@mkdir -p $(@D)
+	$(CLANGXX) -stdlib=libc++ $(CXX_TEST_FLAGS) -DTEST_PLAIN $< -o $@ -ldl
+TEST_BINS += $(BUILD)/t-cxx/test_cxx_libcxx $(BUILD)/t-plain/test_cxx_libcxx \
+             $(BUILD)/t-plain/test_cxx_own_libcxx
 endif
 
 # The new/delete fast path against malloc/free (bench/fastpath_cxx.sh).

@@ -11,8 +11,9 @@
  * defines by others); that the forms with no base of the program's (aligned ones) stay
  * lfheap's; and that malloc stays lfheap's.
  *
- * Built linked with liblfheap.a, and as a plain program (TEST_PLAIN) that
- * tests/suites/cxx.sh runs with lfheap preloaded (release and debug builds).
+ * Built linked with liblfheap.a (g++ and clang++), and as a plain program (TEST_PLAIN;
+ * g++, and clang++ with libc++ where installed) that tests/suites/cxx.sh runs with lfheap
+ * preloaded (release and debug builds).
  */
 #include "testutil.h"
 
@@ -25,11 +26,13 @@
 #include "lfheap.h"
 #endif
 
-static long own_news, own_deletes;
+/* Volatile: clang takes a new or delete expression for one that changes no variable of
+ * the program's (it may even leave such calls out), and read the counts from before it. */
+static volatile long own_news, own_deletes;
 
 void *operator new(std::size_t size)
 {
-    own_news++;
+    own_news = own_news + 1;
     void *block = std::malloc(size ? size : 1);
     if (!block)
         throw std::bad_alloc();
@@ -43,7 +46,7 @@ void *operator new(std::size_t size)
 #endif
 void operator delete(void *ptr) noexcept
 {
-    own_deletes += ptr != nullptr;
+    own_deletes = own_deletes + (ptr != nullptr);
     std::free(ptr);
 }
 #if defined(__GNUC__) && !defined(__clang__)

@@ -18,10 +18,12 @@ run cxx-preloaded env LD_PRELOAD="$lib" build/t-plain/test_cxx
 if [ -x build/t-cxx/test_cxx_libcxx ]; then
     run cxx-libcxx build/t-cxx/test_cxx_libcxx
     run cxx-libcxx-preloaded env LD_PRELOAD="$lib" build/t-plain/test_cxx_libcxx
+    run cxx-own-operators-libcxx env LD_PRELOAD="$lib" build/t-plain/test_cxx_own_libcxx
 else
     echo "note: libc++ headers not installed (libc++-dev, libc++abi-dev): libc++ not tested"
 fi
 run cxx-own-operators-static build/t-cxx/test_cxx_own_static
+run cxx-own-operators-clang build/t-cxx/test_cxx_own_clang
 run cxx-own-operators-preloaded env LD_PRELOAD="$lib" build/t-plain/test_cxx_own
 run cxx-own-operators-debug env LFHEAP_UNFREED=0 LD_PRELOAD="$PWD/build/liblfheap-debug.so" \
     build/t-plain/test_cxx_own
