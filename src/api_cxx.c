@@ -19,9 +19,10 @@
  * call the installed new-handler and try again; with none (left), the throwing forms
  * throw std::bad_alloc and the nothrow forms return null, as if they had called the
  * throwing form and caught the exception. So a new-handler that throws std::bad_alloc in
- * a nothrow form must be caught, which C cannot do: those calls go through
+ * a nothrow form, and a program's replacement of the throwing form that a nothrow form
+ * calls, must be caught, which C cannot do: those calls go through
  * api_cxx_call_catching (api_cxx_catch.S), one frame whose hand-written exception table
- * says `catch (const std::bad_alloc &)`. The throwing forms need no catch: the file is
+ * says `catch (const std::bad_alloc &)`. The other frames need no catch: the file is
  * compiled with -fexceptions, so its frames have unwind tables and exceptions from the
  * handler or from __throw_bad_alloc unwind through them (there is nothing to clean up).
  * Without a C++ runtime no handler can have been installed, and a throwing form that
@@ -35,10 +36,10 @@
  * Every delete frees the block, which free finds through the page map (the builds that
  * check pointers check the size and alignment given, too): correct for any block lfheap
  * handed out, whatever size or alignment it is given. The forms the standard defines by
- * others (operator new[], the array, sized and nothrow deletes) call the base forms
- * through the GOT, so that a program's replacements of those get them (the comment
- * before cxx_new_array). An alignment that is not a power
- * of two (undefined in C++) fails at once, without the new-handler, as libstdc++ does.
+ * others (operator new[], the nothrow news, the array, sized and nothrow deletes) call
+ * the base forms through the GOT, so that a program's replacements of those get them
+ * (the comment before cxx_new_array). An alignment that is not a power of two (undefined
+ * in C++) fails at once, without the new-handler, as libstdc++ does.
  * Defined only in builds that define the standard names.
  */
 #include "config.h"
@@ -65,17 +66,22 @@ extern void cxx_throw_bad_alloc(void) __asm__("_ZSt17__throw_bad_allocv")
     __attribute__((weak, noreturn, visibility("default")));
 
 #if defined(__x86_64__) || defined(__aarch64__)
-/* Calls handler: 0 if it returned, 1 if it threw std::bad_alloc, which is then caught. */
-int api_cxx_call_catching(cxx_new_handler handler) API_INTERNAL;
+/* Calls fn(arg): 0 if it returned, 1 if it threw std::bad_alloc, which is then caught. */
+int api_cxx_call_catching(void (*fn)(void *), void *arg) API_INTERNAL;
 #else
-/* No catching frame for this architecture in api_cxx_catch.S: a new-handler's exception
- * leaves a nothrow form instead of making it return null. */
-static int api_cxx_call_catching(cxx_new_handler handler)
+/* No catching frame for this architecture in api_cxx_catch.S: std::bad_alloc leaves a
+ * nothrow form instead of making it return null. */
+static int api_cxx_call_catching(void (*fn)(void *), void *arg)
 {
-    handler();
+    fn(arg);
     return 0;
 }
 #endif
+
+static void cxx_run_handler(void *handler)
+{
+    (*(cxx_new_handler *)handler)();
+}
 
 /* What the slow path needs to know about the form that failed. */
 #define CXX_NOTHROW 1u /* returns null instead of throwing */
@@ -100,7 +106,7 @@ static LFH_NOINLINE void *cxx_retry(size_t size, size_t align, unsigned form)
         while (cxx_get_new_handler && (handler = cxx_get_new_handler()) != NULL) {
             if (!(form & CXX_NOTHROW))
                 handler();
-            else if (api_cxx_call_catching(handler) != 0)
+            else if (api_cxx_call_catching(cxx_run_handler, &handler) != 0)
                 return NULL;
             void *block = (form & CXX_ALIGNED) ? api_aligned_alloc(align, size) : api_malloc(size);
             if (block)
@@ -121,24 +127,10 @@ static void *cxx_new(size_t size)
     return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, 0, 0);
 }
 
-static void *cxx_new_nothrow(size_t size, const void *nothrow_tag)
-{
-    (void)nothrow_tag;
-    void *block = api_malloc(size);
-    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, 0, CXX_NOTHROW);
-}
-
 static void *cxx_new_aligned(size_t size, size_t align)
 {
     void *block = api_aligned_alloc(align, size);
     return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, CXX_ALIGNED);
-}
-
-static void *cxx_new_aligned_nothrow(size_t size, size_t align, const void *nothrow_tag)
-{
-    (void)nothrow_tag;
-    void *block = api_aligned_alloc(align, size);
-    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, CXX_ALIGNED | CXX_NOTHROW);
 }
 
 /* Every delete frees the block; only the builds that check pointers read the size and
@@ -169,33 +161,27 @@ static void cxx_delete_aligned(void *ptr, size_t align)
     extern __typeof(target) cxx_operator_##mangled __asm__(#mangled)                               \
         __attribute__((alias(#target), visibility("default")))
 
-/* operator new (size_t), (size_t, const std::nothrow_t &), and their arrays' nothrow
- * forms: the standard has these call operator new and operator new[] and catch what they
- * throw, which C cannot do, so they stay lfheap's whatever the program replaces */
+/* operator new (size_t), (size_t, std::align_val_t) */
 CXX_OPERATOR(_Znwm, cxx_new);
-CXX_OPERATOR(_ZnwmRKSt9nothrow_t, cxx_new_nothrow);
-CXX_OPERATOR(_ZnamRKSt9nothrow_t, cxx_new_nothrow);
-/* (size_t, std::align_val_t), and the nothrow forms */
 CXX_OPERATOR(_ZnwmSt11align_val_t, cxx_new_aligned);
-CXX_OPERATOR(_ZnwmSt11align_val_tRKSt9nothrow_t, cxx_new_aligned_nothrow);
-CXX_OPERATOR(_ZnamSt11align_val_tRKSt9nothrow_t, cxx_new_aligned_nothrow);
 /* operator delete (void *), (void *, std::align_val_t) */
 CXX_OPERATOR(_ZdlPv, cxx_delete);
 CXX_OPERATOR(_ZdlPvSt11align_val_t, cxx_delete_aligned);
 
 /* ---- the forms the standard defines by others ---------------------------------------- */
 
-/* operator new[] calls operator new, and every other delete calls operator delete or
- * operator delete[] ([new.delete]): a program that replaces a base form (a leak counter
- * replaces operator new and operator delete) gets the calls of the forms it leaves to
- * lfheap too, as with the C++ runtime's own operators, and frees through its own
- * operator delete what its operator new made. So these call the base forms by their
- * exported names, which this file (compiled with -fsemantic-interposition, Makefile)
- * reaches through the GOT: it holds the program's replacement if there is one (the
- * dynamic linker looks in the program first; the static archive's operators are weak),
- * else lfheap's own. In the release build that is one more jump; the builds that check
- * pointers keep their checks of the size and alignment, and name the operator in their
- * reports, while the base form is lfheap's own. */
+/* operator new[] calls operator new, the nothrow forms of new call the throwing ones,
+ * and every other delete calls operator delete or operator delete[] ([new.delete]): a
+ * program that replaces a base form (a leak counter replaces operator new and operator
+ * delete) gets the calls of the forms it leaves to lfheap too, as with the C++ runtime's
+ * own operators, and frees through its own operator delete what its operator new made.
+ * So these call the base forms by their exported names, which this file (compiled with
+ * -fsemantic-interposition, Makefile) reaches through the GOT: it holds the program's
+ * replacement if there is one (the dynamic linker looks in the program first; the static
+ * archive's operators are weak), else lfheap's own. In the release build that is one
+ * more jump (a nothrow new compares the GOT's entry with lfheap's own instead); the
+ * builds that check pointers keep their checks of the size and alignment, and name the
+ * operator in their reports, while the base form is lfheap's own. */
 #define CXX_BASE_IS_OWN(base, own) ((void *)&(base) == (void *)&(own))
 
 static void *cxx_new_array(size_t size)
@@ -229,6 +215,83 @@ CXX_OPERATOR(_Znam, cxx_new_array);
 CXX_OPERATOR(_ZnamSt11align_val_t, cxx_new_array_aligned);
 CXX_OPERATOR(_ZdaPv, cxx_delete_array);
 CXX_OPERATOR(_ZdaPvSt11align_val_t, cxx_delete_array_aligned);
+
+/* A nothrow new returns what its throwing form returns, or null where that throws
+ * std::bad_alloc ([new.delete.single]). While the throwing form is lfheap's own, it
+ * allocates as that would and returns null where that would throw; else it calls it in
+ * api_cxx_call_catching's frame, which catches (api_cxx_catch.S). */
+struct cxx_nothrow_call {
+    void *(*plain)(size_t);           /* the throwing form: this one, or... */
+    void *(*aligned)(size_t, size_t); /* ...this one */
+    size_t size, align;
+    void *block; /* what it returned */
+};
+
+static void cxx_call_throwing_form(void *arg)
+{
+    struct cxx_nothrow_call *call = arg;
+    call->block = call->plain ? call->plain(call->size) : call->aligned(call->size, call->align);
+}
+
+static LFH_NOINLINE void *cxx_new_nothrow_by(void *(*plain)(size_t),
+                                             void *(*aligned)(size_t, size_t), size_t size,
+                                             size_t align)
+{
+    struct cxx_nothrow_call call = {plain, aligned, size, align, NULL};
+    return api_cxx_call_catching(cxx_call_throwing_form, &call) == 0 ? call.block : NULL;
+}
+
+LFH_INLINE void *cxx_new_nothrow_own(size_t size)
+{
+    void *block = api_malloc(size);
+    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, 0, CXX_NOTHROW);
+}
+
+LFH_INLINE void *cxx_new_aligned_nothrow_own(size_t size, size_t align)
+{
+    void *block = api_aligned_alloc(align, size);
+    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, CXX_ALIGNED | CXX_NOTHROW);
+}
+
+static void *cxx_new_nothrow(size_t size, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    if (LFH_LIKELY(CXX_BASE_IS_OWN(cxx_operator__Znwm, cxx_new)))
+        return cxx_new_nothrow_own(size);
+    return cxx_new_nothrow_by(cxx_operator__Znwm, NULL, size, 0);
+}
+
+static void *cxx_new_array_nothrow(size_t size, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    if (LFH_LIKELY(CXX_BASE_IS_OWN(cxx_operator__Znam, cxx_new_array) &&
+                   CXX_BASE_IS_OWN(cxx_operator__Znwm, cxx_new)))
+        return cxx_new_nothrow_own(size);
+    return cxx_new_nothrow_by(cxx_operator__Znam, NULL, size, 0);
+}
+
+static void *cxx_new_aligned_nothrow(size_t size, size_t align, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    if (LFH_LIKELY(CXX_BASE_IS_OWN(cxx_operator__ZnwmSt11align_val_t, cxx_new_aligned)))
+        return cxx_new_aligned_nothrow_own(size, align);
+    return cxx_new_nothrow_by(NULL, cxx_operator__ZnwmSt11align_val_t, size, align);
+}
+
+static void *cxx_new_array_aligned_nothrow(size_t size, size_t align, const void *nothrow_tag)
+{
+    (void)nothrow_tag;
+    if (LFH_LIKELY(CXX_BASE_IS_OWN(cxx_operator__ZnamSt11align_val_t, cxx_new_array_aligned) &&
+                   CXX_BASE_IS_OWN(cxx_operator__ZnwmSt11align_val_t, cxx_new_aligned)))
+        return cxx_new_aligned_nothrow_own(size, align);
+    return cxx_new_nothrow_by(NULL, cxx_operator__ZnamSt11align_val_t, size, align);
+}
+
+/* (size_t, const std::nothrow_t &), (size_t, std::align_val_t, const std::nothrow_t &) */
+CXX_OPERATOR(_ZnwmRKSt9nothrow_t, cxx_new_nothrow);
+CXX_OPERATOR(_ZnamRKSt9nothrow_t, cxx_new_array_nothrow);
+CXX_OPERATOR(_ZnwmSt11align_val_tRKSt9nothrow_t, cxx_new_aligned_nothrow);
+CXX_OPERATOR(_ZnamSt11align_val_tRKSt9nothrow_t, cxx_new_array_aligned_nothrow);
 
 static void cxx_delete_nothrow(void *ptr, const void *nothrow_tag)
 {

@@ -1,21 +1,23 @@
 /*
- * api_cxx_catch: int api_cxx_call_catching(void (*handler)(void)) calls handler and
- * returns 0 if it returned, 1 if it threw std::bad_alloc (or a class derived from it),
- * which is then caught and destroyed: in C++,
+ * api_cxx_catch: int api_cxx_call_catching(void (*fn)(void *), void *arg) calls fn(arg)
+ * and returns 0 if it returned, 1 if it threw std::bad_alloc (or a class derived from
+ * it), which is then caught and destroyed: in C++,
  *
- *     try { handler(); } catch (const std::bad_alloc &) { return 1; } return 0;
+ *     try { fn(arg); } catch (const std::bad_alloc &) { return 1; } return 0;
  *
- * api_cxx.c needs this for the nothrow operator new, which returns null when a
- * new-handler throws, and C has no catch. The frame carries what a C++ compiler would
- * emit for it, written by hand after the Itanium C++ ABI's exception handling chapter and
- * the LSB's .eh_frame and LSDA formats: the C++ runtime's personality routine
- * (__gxx_personality_v0, libstdc++ and libc++abi alike) and an exception table with one
- * call site, the call of the handler, whose landing pad catches one type,
- * std::bad_alloc. Every runtime symbol is a weak reference, like api_cxx.c's, so the
- * library needs no C++ runtime: without one the personality is null and the unwinder
- * treats the frame as one without handlers, and there can be no new-handler to call
- * anyway. Only std::bad_alloc is caught, so other exceptions, and the forced unwinding of
- * a cancelled thread, pass through untouched.
+ * api_cxx.c needs this for the nothrow forms of operator new, which return null where
+ * the throwing form would throw: when a new-handler throws, and when the program's own
+ * operator new, which they call, throws. C has no catch. The frame carries what a C++
+ * compiler would emit for it, written by hand after the Itanium C++ ABI's exception
+ * handling chapter and the LSB's .eh_frame and LSDA formats: the C++ runtime's
+ * personality routine (__gxx_personality_v0, libstdc++ and libc++abi alike) and an
+ * exception table with one call site, the call of fn, whose landing pad catches one
+ * type, std::bad_alloc. Every runtime symbol is a weak reference, like api_cxx.c's, so
+ * the library needs no C++ runtime: without one the personality is null and the unwinder
+ * treats the frame as one without handlers, and nothing can throw anyway. Only
+ * std::bad_alloc is caught (the only exception operator new and a new-handler may
+ * throw), so other exceptions, and the forced unwinding of a cancelled thread, pass
+ * through untouched.
  *
  * Encodings (DWARF pointer encodings, as GCC uses them): the personality is
  * DW_EH_PE_indirect | pcrel | sdata4 (0x9b), a pc-relative offset to a word that holds
@@ -45,8 +47,10 @@ api_cxx_call_catching:
 #if defined(__x86_64__)
 	subq	$8, %rsp		/* the call needs a 16-byte aligned stack */
 	.cfi_def_cfa_offset 16
+	movq	%rdi, %rax
+	movq	%rsi, %rdi		/* fn(arg) */
 .Lcall:
-	call	*%rdi
+	call	*%rax
 .Lcall_end:
 	xorl	%eax, %eax
 	addq	$8, %rsp
@@ -68,8 +72,10 @@ api_cxx_call_catching:
 	.cfi_offset 29, -16
 	.cfi_offset 30, -8
 	mov	x29, sp
+	mov	x16, x0
+	mov	x0, x1			/* fn(arg) */
 .Lcall:
-	blr	x0
+	blr	x16
 .Lcall_end:
 	mov	w0, 0
 	ldp	x29, x30, [sp], 16
@@ -103,7 +109,7 @@ api_cxx_call_catching:
 	.byte	0x01			/* call-site encoding: ULEB128 */
 	.uleb128 .Lsites_end - .Lsites
 .Lsites:
-	.uleb128 .Lcall - api_cxx_call_catching		/* the call of the handler... */
+	.uleb128 .Lcall - api_cxx_call_catching		/* the call of fn... */
 	.uleb128 .Lcall_end - .Lcall
 	.uleb128 .Lcaught - api_cxx_call_catching	/* ...lands here... */
 	.uleb128 1					/* ...for action record 1 */
