@@ -560,7 +560,7 @@ bool arena_large_regrow(void *block, size_t *extent, size_t bytes)
         if ((state != TAIL_PENDING && state != TAIL_TRIMMED) || bytes > run ||
             bytes <= tail_extent(old))
             return false;
-        size_t grown = arena_large_size(bytes) < run ? arena_large_size(bytes) : run;
+        size_t wanted = arena_large_size(bytes), grown = wanted < run ? wanted : run;
         if (atomic_compare_exchange_weak_explicit(word, &old, tail_with_extent(old, grown),
                                                   memory_order_acquire, memory_order_acquire)) {
             *extent = grown;
@@ -1826,9 +1826,9 @@ void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
      * pages, so a block of 36,865 bytes took a freed 48 KiB run whole, a third more than
      * its request, where a fresh run holds 40 KiB. A fresh run's tail is not resident (a
      * whole chunk after lost carves: fresh_run). */
-    if (p && !*zeroed && class_size(cls) > arena_large_size(size) &&
-        tail_register(p, arena_large_size(size), class_size(cls)))
-        *chunk_size = arena_large_size(size);
+    size_t extent = arena_large_size(size);
+    if (p && !*zeroed && class_size(cls) > extent && tail_register(p, extent, class_size(cls)))
+        *chunk_size = extent;
     return p;
 }
 
