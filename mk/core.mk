@@ -10,7 +10,7 @@ TEST_BINS += $(BUILD)/t/test_huge_threads $(BUILD)/t-plain/test_huge_threads \
 TEST_BINS += $(BUILD)/t/test_sticky $(BUILD)/t-asan/test_sticky
 TEST_BINS += $(BUILD)/t/test_address_space $(BUILD)/t-plain/test_address_space
 TEST_BINS += $(BUILD)/t-plain/test_hugepages $(BUILD)/t-plain/test_guard_budget \
-             $(BUILD)/t-plain/test_guarded_resize
+             $(BUILD)/t-plain/test_guarded_resize $(BUILD)/t-plain/test_cancel
 
 # llheap's own names, called by a program that links with the shared library, with the
 # static one, and with the static one while defining its own resize (weak symbols).

@@ -78,17 +78,36 @@ long platform_decommit_ranges(const struct iovec *ranges, unsigned count)
 #endif
 }
 
+/* The files lfheap reads and writes are opened, read and closed with the system calls
+ * themselves: the C library's open, read and close are cancellation points (pthreads(7)),
+ * so a thread with a cancellation pending would be cancelled inside malloc, which POSIX
+ * does not make one, and the block it was making would be lost. */
+static int file_open(const char *path, int flags, unsigned mode)
+{
+    return (int)syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+}
+
+static long file_read(int fd, void *buf, size_t size)
+{
+    return syscall(SYS_read, fd, buf, size);
+}
+
+static void file_close(int fd)
+{
+    syscall(SYS_close, fd);
+}
+
 int platform_thread_seccomp(void)
 {
     static const char key[] = "\nSeccomp:\t";
-    long fd = syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+    int fd = file_open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     char buf[256];
     size_t matched = 0;
     int mode = -1;
     long got;
-    while (mode < 0 && (got = syscall(SYS_read, (int)fd, buf, sizeof buf)) > 0)
+    while (mode < 0 && (got = file_read(fd, buf, sizeof buf)) > 0)
         for (long i = 0; i < got; i++) {
             if (matched == sizeof key - 1) {
                 mode = buf[i] >= '0' && buf[i] <= '9' ? buf[i] - '0' : 9;
@@ -98,7 +117,7 @@ int platform_thread_seccomp(void)
              * newline, or before the key. */
             matched = buf[i] == key[matched] ? matched + 1 : buf[i] == '\n';
         }
-    syscall(SYS_close, (int)fd);
+    file_close(fd);
     return mode;
 }
 
@@ -246,10 +265,10 @@ void platform_sleep_ms(uint32_t ms)
 static bool read_kernel_text(const char *path, char *text, size_t size)
 {
     int saved_errno = errno;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, text, size - 1);
+    int fd = file_open(path, O_RDONLY | O_CLOEXEC, 0);
+    long n = fd < 0 ? -1 : file_read(fd, text, size - 1);
     if (fd >= 0)
-        close(fd);
+        file_close(fd);
     errno = saved_errno;
     if (n <= 0)
         return false;
@@ -358,11 +377,11 @@ int platform_open_report(const char *path)
     /* Opened without blocking, so that a FIFO nobody reads fails (ENXIO) where the open
      * would wait for a reader forever, at exit; then blocking again, so that a pipe's
      * reader gets the whole report, as from stderr. */
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    int fd = file_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd >= 0) {
         int flags = fcntl(fd, F_GETFL);
         if (flags == -1 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1) {
-            close(fd);
+            file_close(fd);
             return -1;
         }
     }
@@ -371,7 +390,7 @@ int platform_open_report(const char *path)
 
 void platform_close(int fd)
 {
-    close(fd);
+    file_close(fd);
 }
 
 uint64_t platform_pid(void)

@@ -27,6 +27,8 @@ run arena build/t/test_arena
 run arena-tsan build/t-tsan/test_arena
 run threads build/t/test_threads
 run threads-preloaded env LD_PRELOAD="$lib" build/t-plain/test_threads
+# malloc and free with a cancellation pending come back (tests/test_cancel.c).
+run cancel-pending-preloaded env LD_PRELOAD="$lib" build/t-plain/test_cancel
 # Linked with the static archives, whose exit keys come after the test's 33 keys: the
 # cache's setup and the statistics block wait for a call outside glibc's key table.
 run threads-static build/t-static/test_threads

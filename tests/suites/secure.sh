@@ -29,6 +29,8 @@ run huge-threads-secure env LD_PRELOAD="$lib" build/t-plain/test_huge_threads 4 
 # The guard budget is read from /proc at the first large block; refused (no descriptor
 # left), it leaves errno alone.
 run errno-without-descriptors-secure env LD_PRELOAD="$lib" build/t-plain/test_api errno
+# The guard budget's /proc read is no cancellation point (nor is the rest of malloc).
+run cancel-pending-secure env LD_PRELOAD="$lib" build/t-plain/test_cancel
 run guard-budget-secure env LD_PRELOAD="$lib" build/t-plain/test_guard_budget
 run guarded-resize-secure env LD_PRELOAD="$lib" build/t-plain/test_guarded_resize guarded
 run purge-secure env LD_PRELOAD="$lib" build/t-plain/test_purge

@@ -230,6 +230,10 @@ for v in debug stats-debug; do
         echo "PASS sticky-$v-reports" || echo "FAIL sticky-$v-reports"
 done
 run threads-stats-debug env LD_PRELOAD=$B/liblfheap-stats-debug.so "$B/t-plain/test_threads"
+# The debug build's paths are no cancellation points either (glibc's unwinder, loaded
+# for the cancellation, keeps its blocks: LFHEAP_UNFREED=0).
+run cancel-pending-debug env LFHEAP_UNFREED=0 LD_PRELOAD=$B/liblfheap-debug.so \
+    "$B/t-plain/test_cancel"
 # A real program on the debug library: no report but the unfreed bytes, the same output
 # as on glibc's allocator (of a directory that nothing else changes meanwhile).
 fixed_directory "$tmp/ls"
