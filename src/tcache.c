@@ -264,8 +264,16 @@ __attribute__((constructor)) static void tcache_exit_key_early(void)
     platform_thread_key(&tcache_exit_key, tcache_thread_exit);
 }
 
-/* This thread's cache setup was put off once because the exit key is late. */
-static __thread bool tcache_exit_key_primed;
+/* glibc allocates the table of a range of 32 keys past the first 32 with calloc(32, 16)
+ * (pthread_setspecific): 512 bytes in a tracked class, a few more with the debug and
+ * secure builds' room. True for the calls of those classes, which may be that one. */
+static bool tcache_call_may_be_key_table(unsigned heap_class)
+{
+    if (heap_class < SIZECLASS_COUNT || heap_class >= HEAP_CLASSES)
+        return false;
+    uint32_t block_size = sizeclass_block_size[heap_size_class(heap_class)];
+    return block_size >= 512 && block_size < 1024;
+}
 
 __thread bool tcache_exit_verify;
 
@@ -305,7 +313,9 @@ static unsigned orphan_take(void)
     return ORPHAN_NONE;
 }
 
-static void tcache_setup(struct tcache *tc)
+/* heap_class: the class of the allocation that calls, HEAP_CLASS_LARGE for a large block
+ * or a free. */
+static void tcache_setup(struct tcache *tc, unsigned heap_class)
 {
     /* Registered first, and uncached until set up: pthread_setspecific may allocate (glibc
      * does beyond 32 keys), and a thread that dies inside the rest of the setup (from a
@@ -315,14 +325,16 @@ static void tcache_setup(struct tcache *tc)
      * may be glibc's allocation of that very table for a key of the program's: the outer
      * call then installs its table over ours, and the registration is lost (and the table
      * with it). Only where libc's own allocations are lfheap's (the standard names). So
-     * the thread's first setup registers nothing: the cache stays unset and this call is
-     * served without it, and the next call, outside that one as a rule, sets it up; from
-     * then on the end of every slow path checks the registration and makes it again if an
-     * outer call replaced it (tcache_exit_verify). */
+     * a call that may be that table's allocation (its class) sets nothing up: the cache
+     * stays unset and the call is served without it, and the next call of another class,
+     * outside that one, sets it up. Putting off the thread's first call instead (as once)
+     * lost a table for every thread whose first call was its own malloc and whose second
+     * was glibc's table: the registration then came from inside that one. From then on the
+     * end of every slow path checks the registration and makes it again if an outer call
+     * replaced it (tcache_exit_verify). */
     bool late =
         API_STANDARD_NAMES && platform_thread_key_late(&tcache_exit_key, tcache_thread_exit);
-    if (late && !tcache_exit_key_primed) {
-        tcache_exit_key_primed = true;
+    if (late && tcache_call_may_be_key_table(heap_class)) {
         tc->id = TCACHE_ID_UNSET;
         return;
     }
@@ -550,7 +562,7 @@ static void *alloc_slow(unsigned cls)
 {
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET)) {
-        tcache_setup(tc);
+        tcache_setup(tc, cls);
         void *adopted =
             tcache_bin_take(tcache_base() + cls * SIZECLASS_STRIDE); /* an exited thread's cache */
         if (adopted)
@@ -622,7 +634,7 @@ void *tcache_alloc_slow(unsigned cls)
 void tcache_setup_slow(void)
 {
     busy_enter();
-    tcache_setup(&tcache_self);
+    tcache_setup(&tcache_self, HEAP_CLASS_LARGE);
     busy_leave();
 }
 
@@ -824,7 +836,7 @@ static void free_remote(void *block, struct descriptor *desc)
     secure_check_free(block, desc->block_size);
     struct tcache *tc = &tcache_self;
     if (LFH_UNLIKELY(tc->id == TCACHE_ID_UNSET)) {
-        tcache_setup(tc);
+        tcache_setup(tc, HEAP_CLASS_LARGE);
         if (tc->id < TCACHE_ID_EXITED && tcache_owns(desc)) {
             /* The setup adopted the cache that owns the block: a free of its own. Sent to
              * the superblock instead, the block would wait there until the bump range the
