@@ -120,17 +120,23 @@ static LFH_NOINLINE void *cxx_retry(size_t size, size_t align, unsigned form)
 
 /* ---- the base forms ----------------------------------------------------------------- */
 
-/* new(0) gets a unique block, like malloc(0). */
+/* What lfheap's operator new of the given form returns (`form` a constant, so each
+ * operator compiles to its one call and test); new(0) gets a unique block, like
+ * malloc(0). */
+LFH_INLINE void *cxx_alloc(size_t size, size_t align, unsigned form)
+{
+    void *block = (form & CXX_ALIGNED) ? api_aligned_alloc(align, size) : api_malloc(size);
+    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, form);
+}
+
 static void *cxx_new(size_t size)
 {
-    void *block = api_malloc(size);
-    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, 0, 0);
+    return cxx_alloc(size, 0, 0);
 }
 
 static void *cxx_new_aligned(size_t size, size_t align)
 {
-    void *block = api_aligned_alloc(align, size);
-    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, CXX_ALIGNED);
+    return cxx_alloc(size, align, CXX_ALIGNED);
 }
 
 /* Every delete frees the block; only the builds that check pointers read the size and
@@ -241,23 +247,11 @@ static LFH_NOINLINE void *cxx_new_nothrow_by(void *(*plain)(size_t),
     return api_cxx_call_catching(cxx_call_throwing_form, &call) == 0 ? call.block : NULL;
 }
 
-LFH_INLINE void *cxx_new_nothrow_own(size_t size)
-{
-    void *block = api_malloc(size);
-    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, 0, CXX_NOTHROW);
-}
-
-LFH_INLINE void *cxx_new_aligned_nothrow_own(size_t size, size_t align)
-{
-    void *block = api_aligned_alloc(align, size);
-    return LFH_LIKELY(block != NULL) ? block : cxx_retry(size, align, CXX_ALIGNED | CXX_NOTHROW);
-}
-
 static void *cxx_new_nothrow(size_t size, const void *nothrow_tag)
 {
     (void)nothrow_tag;
     if (LFH_LIKELY(CXX_BASE_IS_OWN(cxx_operator__Znwm, cxx_new)))
-        return cxx_new_nothrow_own(size);
+        return cxx_alloc(size, 0, CXX_NOTHROW);
     return cxx_new_nothrow_by(cxx_operator__Znwm, NULL, size, 0);
 }
 
@@ -266,7 +260,7 @@ static void *cxx_new_array_nothrow(size_t size, const void *nothrow_tag)
     (void)nothrow_tag;
     if (LFH_LIKELY(CXX_BASE_IS_OWN(cxx_operator__Znam, cxx_new_array) &&
                    CXX_BASE_IS_OWN(cxx_operator__Znwm, cxx_new)))
-        return cxx_new_nothrow_own(size);
+        return cxx_alloc(size, 0, CXX_NOTHROW);
     return cxx_new_nothrow_by(cxx_operator__Znam, NULL, size, 0);
 }
 
@@ -274,7 +268,7 @@ static void *cxx_new_aligned_nothrow(size_t size, size_t align, const void *noth
 {
     (void)nothrow_tag;
     if (LFH_LIKELY(CXX_BASE_IS_OWN(cxx_operator__ZnwmSt11align_val_t, cxx_new_aligned)))
-        return cxx_new_aligned_nothrow_own(size, align);
+        return cxx_alloc(size, align, CXX_ALIGNED | CXX_NOTHROW);
     return cxx_new_nothrow_by(NULL, cxx_operator__ZnwmSt11align_val_t, size, align);
 }
 
@@ -283,7 +277,7 @@ static void *cxx_new_array_aligned_nothrow(size_t size, size_t align, const void
     (void)nothrow_tag;
     if (LFH_LIKELY(CXX_BASE_IS_OWN(cxx_operator__ZnamSt11align_val_t, cxx_new_array_aligned) &&
                    CXX_BASE_IS_OWN(cxx_operator__ZnwmSt11align_val_t, cxx_new_aligned)))
-        return cxx_new_aligned_nothrow_own(size, align);
+        return cxx_alloc(size, align, CXX_ALIGNED | CXX_NOTHROW);
     return cxx_new_nothrow_by(NULL, cxx_operator__ZnamSt11align_val_t, size, align);
 }
 
