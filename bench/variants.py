@@ -8,6 +8,10 @@ Tests check correctness; this only measures.
     bench/variants.py                                  # stats-debug vs release, defaults
     bench/variants.py --libs build/liblfheap-stats.so,build/liblfheap-stats-debug.so
     bench/variants.py --workloads larson,churn --threads 1,2 --runs 7
+    bench/variants.py --release OLD.so --libs NEW.so --workloads sqlite3,z3 --threads 1
+
+A workload may be a real program of bench/realprogs.py (run at one thread, through
+realrun, as the benchmark's `real` group runs it).
 
 Workload parameters are run.py's "quick" profile. larson reports Mops/s; its ratio is
 inverted (release throughput / variant throughput) so that every ratio reads as "time
@@ -19,9 +23,11 @@ import math
 import os
 import statistics
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchlib  # noqa: E402
+import realprogs  # noqa: E402
 import run  # noqa: E402
 
 DEFAULT_WORKLOADS = "linux-scalability,threadtest,larson,churn,speed,consume,recycle,thread-churn"
@@ -39,6 +45,7 @@ def main():
     names = [os.path.basename(p) for p in libs]
     knobs = run.PROFILES["quick"]["knobs"]
     cells = [(w, int(t)) for w in args.workloads.split(",") for t in args.threads.split(",")]
+    scratch = tempfile.mkdtemp(prefix="lfheap-variants-")
     values = {(c, lib): [] for c in cells for lib in libs}
     rss = {(c, lib): [] for c in cells for lib in libs}
     for rep in range(args.runs):
@@ -48,8 +55,7 @@ def main():
             for lib in order:
                 benchlib.note("run %d/%d: %s t=%d %s" % (rep + 1, args.runs, workload, threads,
                                                         os.path.basename(lib)))
-                env = dict(os.environ, LD_PRELOAD=os.path.abspath(lib))
-                res = run.run_once(run.command_line(workload, knobs[workload], threads), env, 300)
+                res = run_one(workload, threads, knobs, lib, scratch)
                 if res["status"] != "ok":
                     sys.exit("%s with %s: %s" % (workload, lib, res["status"]))
                 metric = run.METRIC[workload]
@@ -59,6 +65,27 @@ def main():
           base / med if run.METRIC[c[0]] == "mops" else med / base)
     print()
     table(cells, libs, names, rss, "peak RSS MiB, ", lambda c, base, med: med / base)
+
+
+def run_one(workload, threads, knobs, lib, scratch):
+    """One run of a kernel workload, or of a real program (bench/realprogs.py: one
+    thread, its input prepared afresh in `scratch`), with `lib` preloaded."""
+    if workload not in realprogs.BY_NAME:
+        env = dict(os.environ, LD_PRELOAD=os.path.abspath(lib))
+        return run.run_once(run.command_line(workload, knobs[workload], threads), env, 300)
+    prog = realprogs.BY_NAME[workload]
+    alloc = benchlib.Allocator(os.path.basename(lib), os.path.abspath(lib), None)
+    where = os.path.join(scratch, workload)
+    os.makedirs(where, exist_ok=True)
+    prog.prepare(dict(knobs[workload]), where)
+    res = run.run_once(realprogs.command(prog, dict(knobs[workload]), where, alloc),
+                       realprogs.environment(prog, alloc), 600)
+    if res["status"] == "ok":
+        why = realprogs.check_output(prog, dict(knobs[workload]), realprogs.program_output(
+            prog, res["stdout"], where), None)
+        if why:
+            res["status"] = "failed: " + why
+    return res
 
 
 def table(cells, libs, names, values, what, ratio_of):

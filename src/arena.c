@@ -546,6 +546,31 @@ static size_t tail_settle(struct arena *a, const char *run, size_t size)
     }
 }
 
+static bool run_extend(char *from, char *to, bool *merged);
+
+/* Grows in place the run of a block that holds all of its run (no registered tail), of
+ * *extent bytes, to the smallest class that holds `bytes`, taking the free buddy chunks
+ * after it (run_extend): the run must start where a run of that class may (aligned to its
+ * chunk). A buffer that grows by realloc a little at a time outgrew its run and was
+ * copied into another at every other step: 64 such buffers grown to 3.4 MB each faulted
+ * in twice the pages glibc's mremap did. Chunks that were merged from freed runs may
+ * hold pages their tenants left resident; past `bytes` the block does not use them yet,
+ * so they go back (a fresh chunk's pages there are not resident: nothing to give). */
+static bool run_grow(char *run, size_t *extent, size_t bytes)
+{
+    unsigned old_cls = size_class_of(*extent), cls = size_class_of(bytes);
+    bool merged;
+    if (bytes > ARENA_MAX_CHUNK || class_size(old_cls) != *extent || cls <= old_cls ||
+        ((uintptr_t)run & ((ARENA_MIN_CHUNK << class_order(cls)) - 1)) ||
+        !run_extend(run + *extent, run + class_size(cls), &merged))
+        return false;
+    if (merged && class_size(cls) > bytes)
+        os_decommit(run + bytes, class_size(cls) - bytes);
+    bytes_add(&run_bytes.held, class_size(cls) - *extent);
+    *extent = class_size(cls);
+    return true;
+}
+
 bool arena_large_regrow(void *block, size_t *extent, size_t bytes)
 {
     struct arena *a = arena_of(block);
@@ -556,6 +581,10 @@ bool arena_large_regrow(void *block, size_t *extent, size_t bytes)
     uint64_t old = atomic_load_explicit(word, memory_order_acquire);
     for (;;) {
         enum tail_state state = tail_state(old);
+        /* No registered tail: only this block's caller changes the word (registration
+         * comes with the run, and the purges claim registered words only). */
+        if (state == TAIL_NONE)
+            return run_grow(block, extent, bytes);
         size_t run = tail_run(old);
         if ((state != TAIL_PENDING && state != TAIL_TRIMMED) || bytes > run ||
             bytes <= tail_extent(old))
@@ -1644,7 +1673,7 @@ static bool run_carve(char *chunk, unsigned cls)
  * between (each the largest the address is aligned to that fits) if they are all free:
  * after a fresh run, the rest of its chunk stayed free, and often still is. False,
  * with the pieces taken so far given back, if any of them is taken. */
-static bool run_extend(char *from, char *to)
+static bool run_extend(char *from, char *to, bool *merged)
 {
     struct arena *a = arena_of(from);
     for (char *piece = from; piece < to;) {
@@ -1659,8 +1688,7 @@ static bool run_extend(char *from, char *to)
         LFH_PARK(ARENA_RUN_EXTEND);
         piece += bytes;
     }
-    /* The extended run is not zeroed anyway (dirty_extended): only the count changes. */
-    dirty_free_claim(a, from, (size_t)(to - from));
+    *merged = dirty_free_claim(a, from, (size_t)(to - from));
     return true;
 }
 
@@ -1670,12 +1698,13 @@ static bool run_extend(char *from, char *to)
 static char *dirty_extended(unsigned cls)
 {
     size_t align = ARENA_MIN_CHUNK << class_order(cls);
+    bool merged; /* the extended run is not zeroed anyway: nothing to do with it */
     for (unsigned c = cls > 4 ? cls - 4 : 0; c < cls; c++) {
         char *dirty = dirty_pop(c);
         if (!dirty)
             continue;
         if (!((uintptr_t)dirty & (align - 1)) &&
-            run_extend(dirty + class_size(c), dirty + class_size(cls))) {
+            run_extend(dirty + class_size(c), dirty + class_size(cls), &merged)) {
             bytes_add(&run_bytes.dirty, -class_size(c));
             bytes_add(&run_bytes.held, class_size(cls) - class_size(c));
             return dirty;

@@ -67,11 +67,13 @@ size_t arena_large_size(size_t size);
  * when no arena can be mapped. */
 void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size);
 
-/* Grows in place a block that arena_alloc_large gave part of a bigger freed run (its
- * *extent bytes) to hold `bytes`: true, with *extent its new size (at least `bytes`, at
- * most the run, a quarter more at most where the run allows), if the run holds them and
- * no purge is giving back its tail at this moment; false, nothing changed, otherwise
- * (also for every other block). */
+/* Grows in place a block of arena_alloc_large's (its *extent bytes) to hold `bytes`:
+ * true, with *extent its new size (at least `bytes`, a quarter more at most where the
+ * room allows), false with nothing changed if there is no room. A block given part of a
+ * bigger freed run grows within that run, unless a purge is giving back its tail at this
+ * moment; a block that holds its whole run grows over the free buddy chunks after it, to
+ * the class that holds `bytes`, if its run starts where that class's runs may (its
+ * pages past `bytes` that earlier tenants left resident go back to the kernel). */
 bool arena_large_regrow(void *block, size_t *extent, size_t bytes);
 
 /* Gives back a chunk of arena_alloc's or arena_alloc_large's *chunk_size bytes (or, for

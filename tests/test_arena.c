@@ -414,6 +414,46 @@ static void reused_run_tails_go_back(void)
     arena_purge_all();
 }
 
+/* A block that holds its whole run (a fresh one here) grows in place into the free chunks
+ * after it, class by class, while its run starts where the bigger class's runs may; a
+ * taken chunk in the way stops it, and nothing changes then. The bytes it had stay. */
+static void whole_runs_grow_into_free_chunks(void)
+{
+    arena_purge_all();
+    bool zeroed;
+    size_t run;
+    char *a = arena_alloc_large(5 * MIB, &zeroed, &run); /* 5 of an 8 MiB chunk */
+    REQUIRE(a);
+    CHECK(run == 5 * MIB && zeroed && ((uintptr_t)a & (8 * MIB - 1)) == 0);
+    memset(a, 0x61, run);
+    struct buddy *b = arena_buddy(a);
+    REQUIRE(buddy_alloc_at(b, a + 5 * MIB, MIB)); /* the chunk right after the run */
+    size_t extent = run;
+    CHECK(!arena_large_regrow(a, &extent, 5 * MIB + 4096) && extent == 5 * MIB);
+    CHECK(buddy_free(b, a + 5 * MIB));
+    CHECK(arena_large_regrow(a, &extent, 5 * MIB + 4096) && extent == 6 * MIB);
+    CHECK(a[0] == 0x61 && a[5 * MIB - 1] == 0x61);
+    memset(a + 5 * MIB, 0x62, MIB);
+    CHECK(arena_large_regrow(a, &extent, 7 * MIB + 1) && extent == 8 * MIB);
+    CHECK(!arena_large_regrow(a, &extent, 7 * MIB) && extent == 8 * MIB); /* holds it */
+    memset(a + 6 * MIB, 0x63, 2 * MIB);
+    /* Past the chunk, only a run aligned to the next chunk size grows (10 of 16 MiB). */
+    size_t grown = extent;
+    bool aligned = ((uintptr_t)a & (16 * MIB - 1)) == 0;
+    bool next_free = aligned && buddy_alloc_at(b, a + 8 * MIB, 2 * MIB);
+    if (next_free)
+        buddy_free(b, a + 8 * MIB);
+    CHECK(arena_large_regrow(a, &grown, 9 * MIB) == next_free);
+    CHECK(grown == (next_free ? 10 * MIB : 8 * MIB));
+    CHECK(a[0] == 0x61 && a[6 * MIB - 1] == 0x62 && a[8 * MIB - 1] == 0x63);
+    arena_free(a, grown);
+    /* The grown run is freed whole: its class's next block takes it. */
+    char *c = arena_alloc_large(grown, &zeroed, &run);
+    CHECK(c == a && run == grown && !zeroed);
+    arena_free(c, run);
+    arena_purge_all();
+}
+
 /* A chunk for a superblock takes a freed run up to four times its size
  * (ARENA_SUPERBLOCK_REUSE_MAX) when none of its own size waits and freed runs pile up (16 MiB
  * or more): the run whole, its pages as the previous tenant left them; its own size first
@@ -481,6 +521,7 @@ int main(void)
     RUN(run_tails_are_reused);
     RUN(freed_runs_are_reused_and_extended);
     RUN(reused_run_tails_go_back);
+    RUN(whole_runs_grow_into_free_chunks);
     RUN(superblock_chunks_take_bigger_freed_runs);
     RUN(concurrent_chunks_with_purges);
     RUN(everything_coalesces_after_purge);

@@ -3,6 +3,7 @@
  * superblock life cycle, including a multi-threaded check of the heap's invariants.
  */
 #include "arena.h"
+#include "buddy.h"
 #include "heap.h"
 #include "os.h"
 #include "pagemap.h"
@@ -418,8 +419,9 @@ static void heap_empty_while_on_partial_stack(void)
 static void large_blocks(void)
 {
     bool zeroed;
-    /* an arena run: 6/8 of an 8 MiB chunk, aligned to it, resized in place only within
-     * it while it holds at most a quarter more than the block */
+    /* an arena run: 6/8 of an 8 MiB chunk, aligned to it, resized in place within it
+     * while it holds at most a quarter more than the block, and grown in place over the
+     * free chunks after it where a bigger run may start */
     arena_purge_all(); /* no freed run waits */
     size_t size = 5 * 1024 * 1024 + 123;
     char *p = heap_large_alloc(size, 16, &zeroed);
@@ -435,8 +437,14 @@ static void large_blocks(void)
           pagemap_desc_or_null(p + d->size) != d);
     memset(p, 0xab, size);
     CHECK(heap_large_resize(d, 5 * 1024 * 1024, 16) == p);
-    CHECK(heap_large_resize(d, 7 * 1024 * 1024, 16) == NULL);
-    CHECK(heap_large_resize(d, 3 * size, 16) == NULL);
+    CHECK(heap_large_resize(d, 7 * 1024 * 1024, 16) == p && d->size == 7 * 1024 * 1024);
+    CHECK(p[0] == (char)0xab && p[size - 1] == (char)0xab);
+    /* past its chunk, a run grows only over a free next chunk: here a taken one */
+    struct buddy *buddy = arena_buddy(p);
+    bool blocked = buddy_alloc_at(buddy, p + 8 * 1024 * 1024, 8 * 1024 * 1024);
+    CHECK(heap_large_resize(d, 3 * size, 16) == NULL && d->size == 7 * 1024 * 1024);
+    if (blocked)
+        CHECK(buddy_free(buddy, p + 8 * 1024 * 1024));
     CHECK(heap_large_resize(d, size / 2, 16) == NULL);
     heap_large_free(d);
     CHECK(pagemap_desc_or_null(p) == NULL);
