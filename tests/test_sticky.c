@@ -248,6 +248,53 @@ static void grown_in_place_zero_fill_is_zero_to_the_usable_end(void)
     printf("# grown in place: %zu of %zu steps\n", stayed, steps);
 }
 
+/* Zero-filled large blocks grown by realloc a step at a time among blocks of varied sizes
+ * that were written and freed (their runs waiting dirty, merged or purged, the chunks after
+ * a grown block held by others or free): wherever each step leaves the block (in place,
+ * over the free chunks after its run, or moved) it reads as zeros up to its usable end,
+ * and keeps the bytes the program wrote. */
+static void zero_fill_grown_among_freed_blocks(void)
+{
+    enum { ROUNDS = 40, OTHERS = 24 };
+    uint64_t rng = 0x9E3779B97F4A7C15ull;
+    size_t stayed = 0, steps = 0;
+    for (int round = 0; round < ROUNDS; round++) {
+        unsigned char *other[OTHERS];
+        for (int i = 0; i < OTHERS; i++) {
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            size_t size = 40000 + (size_t)(rng % (2u << 20));
+            other[i] = lfh_malloc(size);
+            REQUIRE(other[i]);
+            memset(other[i], 0xAA, size);
+        }
+        for (int i = round & 1; i < OTHERS; i += 2)
+            lfh_free(other[i]);
+        size_t size = 40000 + (size_t)(rng >> 40) % 200000;
+        unsigned char *p = lfh_calloc(1, size);
+        REQUIRE(p);
+        size_t written = 0;
+        for (int step = 0; step < 12; step++) {
+            size_t grown = size + size / 8 + 4096;
+            unsigned char *q = lfh_realloc(p, grown);
+            REQUIRE(q);
+            steps++;
+            stayed += q == p;
+            size_t usable = lfh_malloc_usable_size(q);
+            CHECK(usable >= grown && lfh_malloc_zero_fill(q));
+            CHECK(all_bytes(q, 0, written, 0x5C) && all_bytes(q, written, usable, 0));
+            memset(q + written, 0x5C, size - written); /* the program fills what it had */
+            written = size;
+            p = q;
+            size = grown;
+        }
+        lfh_free(p);
+        for (int i = 1 - (round & 1); i < OTHERS; i += 2)
+            lfh_free(other[i]);
+    }
+    CHECK(stayed > 0);
+    printf("# grown in place: %zu of %zu steps\n", stayed, steps);
+}
+
 /* calloc and cmemalign of 0 bytes: whatever usable size the block reports reads as
  * zeros (the debug build's is 1 byte for a request of 0, and that byte showed the link of
  * the free list the block came from). Blocks of the smallest class are filled and freed
@@ -727,6 +774,7 @@ int main(void)
     RUN(zero_fill_growth);
     RUN(moved_zero_fill_is_zero_to_the_usable_end);
     RUN(grown_in_place_zero_fill_is_zero_to_the_usable_end);
+    RUN(zero_fill_grown_among_freed_blocks);
     RUN(zero_byte_zero_fill_blocks_read_as_zero);
     RUN(alignment_survives_realloc);
     RUN(aligned_realloc_changes_alignment);
