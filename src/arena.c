@@ -558,9 +558,11 @@ static bool run_extend(char *from, char *to, bool *merged);
  * so they go back (a fresh chunk's pages there are not resident: nothing to give). */
 static bool run_grow(char *run, size_t *extent, size_t bytes)
 {
+    if (bytes > ARENA_MAX_CHUNK)
+        return false;
     unsigned old_cls = size_class_of(*extent), cls = size_class_of(bytes);
     bool merged;
-    if (bytes > ARENA_MAX_CHUNK || class_size(old_cls) != *extent || cls <= old_cls ||
+    if (class_size(old_cls) != *extent || cls <= old_cls ||
         ((uintptr_t)run & ((ARENA_MIN_CHUNK << class_order(cls)) - 1)) ||
         !run_extend(run + *extent, run + class_size(cls), &merged))
         return false;
