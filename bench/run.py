@@ -871,6 +871,21 @@ def real_checks(names, prof, allocators, scratch, timeout):
     return served, references
 
 
+def real_once(prog, knobs, scratch, alloc, timeout, reference=None):
+    """One run of real program `prog` with allocator `alloc`, its input prepared afresh in
+    `scratch`: run_once's result, its status "failed: why" if the output is wrong (not
+    the known output, or not `reference`'s when given)."""
+    prog.prepare(knobs, scratch)
+    r = run_once(realprogs.command(prog, knobs, scratch, alloc),
+                 realprogs.environment(prog, alloc), timeout)
+    if r["status"] == "ok":
+        why = realprogs.check_output(prog, knobs, realprogs.program_output(
+            prog, r["stdout"], scratch), reference)
+        if why:
+            r["status"] = "failed: " + why
+    return r
+
+
 def real_run(res, w, a, rep, runs, knobs, scratch, served, references, timeout, progress,
              failures, stamp):
     """One measured run of real program `w` with allocator `a`, added to `res`."""
@@ -886,19 +901,13 @@ def real_run(res, w, a, rep, runs, knobs, scratch, served, references, timeout, 
                    result="", _fields={})
         res.add(row)
         return
-    prog.prepare(knobs, d)
-    r = run_once(cmd, realprogs.environment(prog, a), timeout)
+    r = real_once(prog, knobs, d, a, timeout, references.get(w))
     f = r["fields"] or {}
     row.update(status=r["status"], value=f.get("seconds", ""), seconds=f.get("seconds", ""),
                wall_s="%.4f" % r["wall_s"], user_s="%.4f" % r["user_s"],
                sys_s="%.4f" % r["sys_s"], peak_rss_kib=f.get("peak_rss_kib", ""),
                maxrss_kib=r["maxrss_kib"],
                result=" ".join("%s=%s" % kv for kv in f.items()), _fields=f)
-    if r["status"] == "ok":
-        why = realprogs.check_output(prog, knobs, realprogs.program_output(
-            prog, r["stdout"], d), references.get(w))
-        if why:
-            row["status"] = "failed: " + why
     if row["status"] != "ok":
         failures.append("%s / %s / run %d: %s" % (w, a.name, rep + 1, row["status"]))
     res.add(row)

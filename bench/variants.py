@@ -73,19 +73,10 @@ def run_one(workload, threads, knobs, lib, scratch):
     if workload not in realprogs.BY_NAME:
         env = dict(os.environ, LD_PRELOAD=os.path.abspath(lib))
         return run.run_once(run.command_line(workload, knobs[workload], threads), env, 300)
-    prog = realprogs.BY_NAME[workload]
     alloc = benchlib.Allocator(os.path.basename(lib), os.path.abspath(lib), None)
     where = os.path.join(scratch, workload)
     os.makedirs(where, exist_ok=True)
-    prog.prepare(dict(knobs[workload]), where)
-    res = run.run_once(realprogs.command(prog, dict(knobs[workload]), where, alloc),
-                       realprogs.environment(prog, alloc), 600)
-    if res["status"] == "ok":
-        why = realprogs.check_output(prog, dict(knobs[workload]), realprogs.program_output(
-            prog, res["stdout"], where), None)
-        if why:
-            res["status"] = "failed: " + why
-    return res
+    return run.real_once(realprogs.BY_NAME[workload], dict(knobs[workload]), where, alloc, 600)
 
 
 def table(cells, libs, names, values, what, ratio_of):
