@@ -6,7 +6,7 @@
 # BENCH_ARGS passes extra options to the runner, e.g. BENCH_ARGS="--lfheap /tmp/x.so".
 
 BENCH_PROGS := fastpath linux-scalability threadtest recycle cache-thrash cache-scratch larson churn speed consume memory thread-churn thread-churn-concurrent large oversubscribed pool-rebuild \
-               realloc-grow realloc-many calloc-sparse strings-grow size-phases
+               realloc-grow realloc-many calloc-sparse strings-grow size-phases thread-footprint
 BENCH_BINS  := $(addprefix $(BUILD)/bench/,$(BENCH_PROGS))
 BENCH_CFLAGS := $(CSTD) $(WARN) -O2 $(DEBUG_INFO) -pthread -fno-builtin-malloc -fno-builtin-free \
                 -fno-builtin-calloc -fno-builtin-realloc

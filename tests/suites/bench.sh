@@ -104,6 +104,7 @@ validates realloc-many --buffers=8 --appends=20000
 validates calloc-sparse --rounds=5 --max_mib=4
 validates strings-grow --steps=200000
 validates size-phases --rounds=1 --mib=48
+validates thread-footprint --threads=50 --blocks=30
 
 # misuse is told apart from corruption: unknown knob -> exit 64
 "$B/churn" --no-such-knob=1 >/dev/null 2>&1
