@@ -27,6 +27,10 @@ run arena build/t/test_arena
 run arena-tsan build/t-tsan/test_arena
 run threads build/t/test_threads
 run threads-preloaded env LD_PRELOAD="$lib" build/t-plain/test_threads
+# A thread's first allocation from its third round of key destructors, with lfheap's
+# exit key among glibc's first 32 (the run above makes 33 keys first).
+run threads-late-round-preloaded env LD_PRELOAD="$lib" TEST_THREADS_NO_KEYS_FIRST=1 \
+    build/t-plain/test_threads --late-round
 # malloc and free with a cancellation pending come back (tests/test_cancel.c).
 run cancel-pending-preloaded env LD_PRELOAD="$lib" build/t-plain/test_cancel
 # Linked with the static archives, whose exit keys come after the test's 33 keys: the
