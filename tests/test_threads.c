@@ -229,6 +229,69 @@ static void first_allocation_in_a_later_destructor_round(void)
     REQUIRE(pthread_key_delete(late_round_key) == 0);
 }
 
+/* Thread caches set up so far by the statistics (new or adopted); -1 without them. */
+static long caches_set_up(void)
+{
+    struct lfh_stats s;
+    if (!lfh_stats_get || lfh_stats_get(&s) != 1)
+        return -1;
+    return (long)s.threads_started;
+}
+
+/* A key made after lfheap's: its destructor runs after lfheap's has handed the thread's
+ * cache back, and forks. The child lives on in that thread. */
+static pthread_key_t fork_after_exit_key;
+
+static void forks_after_the_hand_back(void *value)
+{
+    int *child_status = value;
+    pid_t child = fork();
+    if (child == 0) {
+        long before = caches_set_up();
+        int bad = 0;
+        for (int round = 0; round < 100; round++) {
+            unsigned char *blocks[64];
+            for (int i = 0; i < 64; i++) {
+                blocks[i] = T_MALLOC(24 + (size_t)i * 8);
+                if (!blocks[i])
+                    _exit(2);
+                memset(blocks[i], i + round, 24 + (size_t)i * 8);
+            }
+            for (int i = 0; i < 64; i++) {
+                bad += blocks[i][23 + i * 8] != (unsigned char)(i + round);
+                T_FREE(blocks[i]);
+            }
+        }
+        long after = caches_set_up();
+        /* Served from a cache of its own: one set up since the fork. */
+        _exit(bad ? 3 : (before >= 0 && after != before + 1) ? 4 : 0);
+    }
+    int status = -1;
+    if (child > 0 && waitpid(child, &status, 0) != child)
+        status = -1;
+    *child_status = status;
+}
+
+static void *allocates_then_arms_the_fork_key(void *child_status)
+{
+    T_FREE(T_MALLOC(64));
+    REQUIRE(pthread_setspecific(fork_after_exit_key, child_status) == 0);
+    return NULL;
+}
+
+static void child_forked_after_the_hand_back_gets_a_cache(void)
+{
+    REQUIRE(pthread_key_create(&fork_after_exit_key, forks_after_the_hand_back) == 0);
+    int child_status = -1;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, allocates_then_arms_the_fork_key, &child_status) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    printf("# child's exit status %d (3: a block lost its bytes, 4: no cache set up)\n",
+           WIFEXITED(child_status) ? WEXITSTATUS(child_status) : -1);
+    CHECK(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
+    REQUIRE(pthread_key_delete(fork_after_exit_key) == 0);
+}
+
 /* The bytes of live blocks by the library's counters; -1 where it keeps none. */
 static long bytes_in_use(void)
 {
@@ -1062,6 +1125,7 @@ int main(int argc, char **argv)
     RUN(first_allocation_in_a_later_destructor_round);
     RUN(concurrent_thread_churn_keeps_rss_flat);
     RUN(fork_from_busy_process);
+    RUN(child_forked_after_the_hand_back_gets_a_cache);
     RUN(static_storage_stays_untouched);
     return test_exit_status();
 }
