@@ -119,13 +119,19 @@ static void *keyed_short_lived(void *arg)
 #pragma weak lfh_heap_stats
 #pragma weak lfh_malloc_stats_fd
 
+/* The library's counters into `s`; false where it keeps none. */
+static bool stats_read(struct lfh_stats *s)
+{
+    return lfh_stats_get && lfh_stats_get(s) == 1;
+}
+
 /* The malloc calls counted in the calling thread's statistics block (heap_stats), which
  * holds the counts of every earlier thread that had it; -1 where the library keeps no
  * counters. */
 static long thread_block_malloc_calls(void)
 {
     struct lfh_stats s;
-    if (!lfh_stats_get || lfh_stats_get(&s) != 1)
+    if (!stats_read(&s))
         return -1;
     int fds[2];
     REQUIRE(pipe(fds) == 0);
@@ -233,7 +239,7 @@ static void first_allocation_in_a_later_destructor_round(void)
 static long caches_set_up(void)
 {
     struct lfh_stats s;
-    if (!lfh_stats_get || lfh_stats_get(&s) != 1)
+    if (!stats_read(&s))
         return -1;
     return (long)s.threads_started;
 }
@@ -296,7 +302,7 @@ static void child_forked_after_the_hand_back_gets_a_cache(void)
 static long bytes_in_use(void)
 {
     struct lfh_stats s;
-    if (!lfh_stats_get || lfh_stats_get(&s) != 1)
+    if (!stats_read(&s))
         return -1;
     return (long)s.bytes_in_use;
 }
