@@ -84,7 +84,8 @@ int lfh_posix_aligned_realloc(void **ptrp, size_t alignment, size_t size);
 int lfh_posix_aligned_reallocarray(void **ptrp, size_t alignment, size_t dim, size_t elem_size);
 /* The request size of a block from any routine but plain malloc (and realloc of such a
  * block), whose small blocks keep no record: for those, the usable size. 0 for NULL and
- * for pointers lfheap did not hand out. */
+ * for pointers lfheap did not hand out (the debug and secure builds report those, as
+ * for free, and so for the three queries below). */
 size_t lfh_malloc_size(void *ptr);
 /* The alignment the block was requested with (at least 16); 0 for NULL and foreign
  * pointers. */
