@@ -37,6 +37,7 @@
     X(TCACHE_REMOTE_CUT, "tcache.remote_cut")                                                      \
     X(TCACHE_EXIT_COPIED, "tcache.exit_copied")                                                    \
     X(TCACHE_ADOPT_TAKEN, "tcache.adopt_taken")                                                    \
+    X(TCACHE_STORE_CLAIMED, "tcache.store_claimed")                                                \
     X(ARENA_DIRTY_POP, "arena.dirty_pop")                                                          \
     X(ARENA_PURGE_TAKEN, "arena.purge_taken")                                                      \
     X(ARENA_LEAF_MAPPED, "arena.leaf_mapped")                                                      \

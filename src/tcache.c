@@ -111,10 +111,11 @@ static _Atomic uint64_t tcache_last_id;
  * writes), published BUSY -> FULL (release), taken FULL -> BUSY by CAS (acquire: the copy
  * is complete), handed back BUSY -> EMPTY (release). A thread finding a slot BUSY moves
  * on to the next one: nobody waits. The states sit together in one cache line, apart from
- * the caches (5 KiB each), so that a thread's setup, which reads every state, touches one
+ * the caches (3 KiB each), so that a thread's setup, which reads every state, touches one
  * line: a kernel that gives a read of untouched memory a page of its own (as this
- * project's test machines' do) made every process resident in all 16 pages of the states
- * spread among the caches. Untouched caches cost no resident memory (.bss). */
+ * project's test machines' do) made every process resident in all the pages of the
+ * states spread among the caches. Untouched caches cost no resident memory (.bss). An
+ * orphan keeps its store (tcache_store.c), which its adopter takes over. */
 enum { ORPHAN_EMPTY, ORPHAN_BUSY, ORPHAN_FULL };
 static _Alignas(64) _Atomic uint32_t orphan_states[TCACHE_ORPHAN_SLOTS];
 static struct tcache orphan_caches[TCACHE_ORPHAN_SLOTS];
@@ -362,12 +363,27 @@ static void tcache_setup(struct tcache *tc, unsigned heap_class)
     unsigned slot = orphan_take();
     if (slot != ORPHAN_NONE) {
         LFH_PARK(TCACHE_ADOPT_TAKEN);
+        /* The store first: a signal handler that interrupts the copy finds the bins copied
+         * so far with a store to save them in (tcache_hide). */
+        tc->cold = orphan_caches[slot].cold;
+        atomic_signal_fence(memory_order_seq_cst);
         *tc = orphan_caches[slot];
         orphan_leave(slot, ORPHAN_EMPTY);
         live_count_enter();
         STATS_ADD(STATS_CACHES_ADOPTED, 1);
         return;
     }
+    /* No store, no cache: the call is served without one, and the next sets up again.
+     * The failed mapping's errno is not the call's. */
+    int saved_errno = errno;
+    struct tcache_cold *cold = tcache_store_claim();
+    if (!cold) {
+        errno = saved_errno;
+        tc->id = TCACHE_ID_UNSET;
+        return;
+    }
+    memset(cold, 0, HEAP_CLASSES * sizeof *cold); /* a store keeps its last holder's */
+    tc->cold = cold;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         tc->cold[cls].limit = clamp_blocks(TCACHE_BYTES_INITIAL, cls, TCACHE_LIMIT_FLOOR, 2048);
         bin_install(&tc->bins[cls], &tc->cold[cls], NULL, 0);
@@ -923,7 +939,8 @@ static unsigned flush_class(struct tcache *tc, unsigned cls)
 unsigned tcache_flush_cache(struct tcache *tc)
 {
     unsigned cached = tc->remote_count;
-    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++)
+    /* A cache without a store has empty bins. */
+    for (unsigned cls = 0; tc->cold && cls < HEAP_CLASSES; cls++)
         cached += flush_class(tc, cls);
     flush_remote(tc);
     return cached;
@@ -936,6 +953,7 @@ unsigned tcache_flush_all(void)
     unsigned slot;
     while ((slot = orphan_take()) != ORPHAN_NONE) {
         cached += tcache_flush_cache(&orphan_caches[slot]);
+        tcache_store_release(orphan_caches[slot].cold);
         orphan_leave(slot, ORPHAN_EMPTY);
     }
     /* An uncached thread's bins are empty; hidden ones are not this call's to touch. */
@@ -1043,11 +1061,16 @@ static bool tcache_orphan(struct tcache *tc)
         trim_for_orphan(tc);
         orphan_caches[slot] = *tc;
         LFH_PARK(TCACHE_EXIT_COPIED);
+        /* The store is the orphan's from here on, before the orphan is published: a handler
+         * that kills this thread later and has its exit run again (tcache_exit_hidden)
+         * must not touch it, nor give it back under the adopter. A kill before the
+         * publication loses it with the copy (the slot goes back empty). */
+        tc->cold = NULL;
+        atomic_signal_fence(memory_order_seq_cst);
         orphan_leave(slot, ORPHAN_FULL);
         for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
             tc->bins[cls].head = NULL;
             tc->bins[cls].bump = tc->bins[cls].bump_end = NULL;
-            tc->cold[cls].spare = NULL;
         }
         tc->remote_head = NULL;
         tc->remote_count = 0;
@@ -1079,6 +1102,13 @@ static void tcache_thread_exit(void *cache)
         }
     }
     tcache_self.id = TCACHE_ID_EXITED;
+    /* The store goes back once the bins are empty (an orphan took it along already). */
+    struct tcache_cold *cold = tcache_self.cold;
+    if (cold) {
+        tcache_self.cold = NULL;
+        atomic_signal_fence(memory_order_seq_cst);
+        tcache_store_release(cold);
+    }
     live_count_leave();
     arena_prompt_end();
     busy_leave();

@@ -91,7 +91,12 @@ struct tcache {
     uint32_t remote_count;
     uint32_t new_bytes;   /* of superblocks taken new since the last sweep of idle classes */
     uint64_t limit_bytes; /* sum of (limit - floor) x block size over the classes filled */
-    struct tcache_cold cold[HEAP_CLASSES];
+    /* The classes' cold parts (HEAP_CLASSES of them), in the cache's store
+     * (tcache_store.c), not in thread-local storage: glibc copies and clears a thread's
+     * static thread-local storage at the top of every new thread's stack, where this part
+     * would cost a thread that never allocates a page more. NULL while the cache is not
+     * set up or was handed back; then every bin is empty. */
+    struct tcache_cold *cold;
 };
 
 extern __thread struct tcache tcache_self __attribute__((visibility("hidden")));
@@ -150,11 +155,11 @@ LFH_INLINE uintptr_t tcache_base(void)
 }
 
 /* free and malloc index the bins with class * SIZECLASS_STRIDE, without scaling; the
- * bump path reaches its class's cold part at a fixed distance from the bin. */
+ * bump path reaches its class's cold part at the same distance from the cold parts'
+ * start as the bin lies from the cache's. */
 _Static_assert(sizeof(struct tcache_bin) == SIZECLASS_STRIDE, "bins are SIZECLASS_STRIDE apart");
 _Static_assert(sizeof(struct tcache_cold) == SIZECLASS_STRIDE, "so are the cold parts");
 _Static_assert(offsetof(struct tcache, bins) == 0, "the bins start the cache");
-#define TCACHE_COLD_OFFSET offsetof(struct tcache, cold)
 
 /* The free mark a block taken off a free list must still carry (the secure build's check
  * of reuse): its superblock's key, looked up in the page map, since a list does not say
@@ -186,8 +191,10 @@ LFH_INLINE void *tcache_bin_take(uintptr_t bin_base)
     if (LFH_LIKELY(fresh != bin->bump_end)) {
         char *next = fresh + bin->block_size;
         bin->bump = next;
-        struct tcache_cold TCACHE_SEG *cold =
-            (TCACHE_SEG struct tcache_cold *)(bin_base + TCACHE_COLD_OFFSET);
+        /* A bump range exists only in a set-up cache, whose cold parts exist. */
+        struct tcache_cold *cold =
+            (struct tcache_cold *)((char *)((TCACHE_SEG struct tcache *)tcache_base())->cold +
+                                   (bin_base - tcache_base()));
         /* This cache alone carves the range (heap_set_carve_frontier). */
         heap_set_carve_frontier(cold->bump_desc, next);
         heap_block_hand_out(fresh, bin->block_size);
@@ -322,14 +329,29 @@ struct tcache_hidden {
     char *bump_end[HEAP_CLASSES];
 };
 
+/* ---- the caches' store (tcache_store.c) --------------------------------------------- */
+
+/* A cache's cold parts (HEAP_CLASSES of them) in a store of its own, taken at its setup
+ * and given back when the cache is handed back (or passed to its adopter with the orphan);
+ * NULL when no memory could be mapped. The store also holds the save of the cache's
+ * outermost hiding (tcache_store_hidden). What a released store held is not cleared, but
+ * the release that leaves a slab without a store in use gives its pages back. */
+struct tcache_cold *tcache_store_claim(void);
+void tcache_store_release(struct tcache_cold *cold);
+struct tcache_hidden *tcache_store_hidden(struct tcache_cold *cold);
+/* The slabs of stores with any page resident beyond their first, which holds the slab's
+ * header: a slab whose stores all went back gives its pages back (for tests). */
+size_t tcache_store_resident_slabs(void);
+
 /* Hides the calling thread's cache from a signal handler that interrupted lfheap: saves
  * the bins' lists, bump ends and the id, then makes every bin look empty and the id own
  * nothing, so that the handler's mallocs and frees all go to the slow paths, which serve
- * them from the heap one block at a time. The outermost hiding of a thread saves into a
- * thread-local area (thread exit finds it there if the handler never returns) and takes
- * `nested` NULL; nested ones save into `nested`, on the caller's stack, so that only they
- * take that stack. Each call restores exactly what it saw, so a signal that interrupts a
- * hide or an unhide is harmless. No call out of lfheap. */
+ * them from the heap one block at a time. The outermost hiding of a thread saves into the
+ * cache's store (thread exit finds it there if the handler never returns), or only the id
+ * when the cache has no store (its bins are empty), and takes `nested` NULL; nested ones
+ * save into `nested`, on the caller's stack, so that only they take that stack. Each call
+ * restores exactly what it saw, so a signal that interrupts a hide or an unhide is
+ * harmless. No call out of lfheap. */
 void tcache_hide(struct tcache_hidden *nested);
 void tcache_unhide(const struct tcache_hidden *nested);
 

@@ -20,8 +20,12 @@
 /* Hidings in progress on this thread: more than one when signals nest, and it stays above
  * zero when a handler never returns (pthread_exit or siglongjmp out of it). */
 static __thread unsigned hide_depth;
-/* The outermost hiding's save, where thread exit finds it. */
-static __thread struct tcache_hidden hidden_outer;
+/* The outermost hiding's save, in the cache's store, where thread exit finds it; NULL
+ * when the cache had no store, whose bins are empty, and then only its id was saved, in
+ * hidden_outer_id. Not a save in thread-local storage: 1,448 bytes there cost every
+ * thread a page (tcache_store.c). */
+static __thread struct tcache_hidden *hidden_outer;
+static __thread uint64_t hidden_outer_id;
 /* tcache_busy when the outermost hiding began: zero means that the interrupted code was
  * outside every slow path, where the cache is whole between any two instructions (the
  * fast paths update only a bin's list, credit and bump pointer, each store leaving a
@@ -51,15 +55,26 @@ void tcache_hide(struct tcache_hidden *nested)
     struct tcache *tc = &tcache_self;
     unsigned depth = hide_depth;
     LFH_INVARIANT("only a nested hiding saves into a frame", (depth == 0) == (nested == NULL));
+    if (!nested) {
+        /* Before the depth goes up: an exit run from a nested handler (which never returns)
+         * must find this hiding's save, not one an earlier hiding left, whose store the
+         * cache may have given back since. A signal that lands here hides and unhides
+         * the same cache and sets the same two. */
+        hidden_outer = tc->cold ? tcache_store_hidden(tc->cold) : NULL;
+        hidden_outer_id = tc->id;
+        atomic_signal_fence(memory_order_seq_cst);
+    }
     hide_depth = depth + 1;
     /* From here on, a signal that interrupts this hiding nests and saves in its own frame
      * whatever it finds; before, it completes a whole outermost hiding of its own. */
     atomic_signal_fence(memory_order_seq_cst);
-    struct tcache_hidden *save = nested ? nested : &hidden_outer;
-    save->id = tc->id;
-    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
-        save->head[cls] = tc->bins[cls].head;
-        save->bump_end[cls] = tc->bins[cls].bump_end;
+    struct tcache_hidden *save = nested ? nested : hidden_outer;
+    if (save) {
+        save->id = tc->id;
+        for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+            save->head[cls] = tc->bins[cls].head;
+            save->bump_end[cls] = tc->bins[cls].bump_end;
+        }
     }
     if (!nested) {
         hidden_busy = tcache_busy;
@@ -75,9 +90,14 @@ void tcache_hide(struct tcache_hidden *nested)
     atomic_signal_fence(memory_order_seq_cst);
 }
 
-/* Puts back the bins' lists and bump ends and the id that `save` holds. */
+/* Puts back the bins' lists and bump ends and the id that `save` holds; NULL: the
+ * outermost hiding of a cache without a store, whose bins it found empty and left so. */
 static void restore_bins(struct tcache *tc, const struct tcache_hidden *save)
 {
+    if (!save) {
+        tc->id = hidden_outer_id;
+        return;
+    }
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         tc->bins[cls].head = save->head[cls];
         tc->bins[cls].bump_end = save->bump_end[cls];
@@ -92,7 +112,7 @@ void tcache_unhide(const struct tcache_hidden *nested)
         hidden_complete = false;
         atomic_signal_fence(memory_order_seq_cst);
     }
-    restore_bins(tc, nested ? nested : &hidden_outer);
+    restore_bins(tc, nested ? nested : hidden_outer);
     atomic_signal_fence(memory_order_seq_cst);
     hide_depth--;
 }
@@ -129,7 +149,7 @@ bool tcache_exit_hidden(struct tcache *tc)
          * incomplete and only counts it, as abandoned, giving nothing back twice. */
         hidden_complete = false;
         atomic_signal_fence(memory_order_seq_cst);
-        restore_bins(tc, &hidden_outer);
+        restore_bins(tc, hidden_outer);
         tcache_flush_cache(tc);
         hidden_exit_counted = true;
         atomic_signal_fence(memory_order_seq_cst);
@@ -138,14 +158,15 @@ bool tcache_exit_hidden(struct tcache *tc)
     }
     /* Possibly half updated (a list being cut, a bump range being replaced): nothing of it
      * may go back. What it held stays out of use: at most the cache's limits, and the
-     * superblocks of its bump ranges. */
+     * superblocks of its bump ranges. A cache without a store held no blocks in its bins
+     * (hidden_outer NULL); the store, if any, is the one the save lies in. */
     uint64_t blocks = 0, bytes = 0;
-    for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
+    for (unsigned cls = 0; hidden_outer && tc->cold && cls < HEAP_CLASSES; cls++) {
         struct tcache_bin *bin = &tc->bins[cls];
-        blocks += count_held(hidden_outer.head[cls], &bytes);
+        blocks += count_held(hidden_outer->head[cls], &bytes);
         blocks += count_held(tc->cold[cls].spare, &bytes);
         tc->cold[cls].spare = NULL;
-        char *end = hidden_outer.bump_end[cls];
+        char *end = hidden_outer->bump_end[cls];
         if (bin->bump && end > bin->bump &&
             (size_t)(end - bin->bump) <=
                 ARENA_SUPERBLOCK_REUSE_MAX * sizeclass_superblock_size(heap_size_class(cls))) {

@@ -19,7 +19,7 @@ LAYERS=(
     "arena heap_types"
     "pagemap"
     "heap"
-    "tcache debug"
+    "tcache+tcache_store debug"         # the thread caches; the store of their cold parts
     "tcache_hide"                        # the cache hidden from signal handlers
     "sigwrap"
     "api_internal api_exports"           # what the api files share; the export table

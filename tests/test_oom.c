@@ -30,6 +30,7 @@
 #include "lfheap.h"
 #include "mapcache.h"
 #include "os.h"
+#include "tcache.h"
 #include "testutil.h"
 
 #include <errno.h>
@@ -238,11 +239,12 @@ static void refused_decommit_keeps_chunk_dirty(void)
 
 /* ---- descriptors and caches ------------------------------------------------------ */
 
-/* The first allocation maps the first chunk of descriptors; when that fails, no
- * descriptor index may be lost for good. */
+/* The first allocation maps the first chunk of descriptors, right after the slab of
+ * stores its cache's setup maps (below); when that fails, no descriptor index may be lost
+ * for good. */
 static void descriptor_chunk_failure_loses_nothing_body(void)
 {
-    os_fault_inject(1, false);
+    os_fault_inject(2, false);
     errno = 0;
     CHECK(lfh_malloc(16) == NULL && errno == ENOMEM);
     void *p = lfh_malloc(16);
@@ -255,6 +257,33 @@ static void descriptor_chunk_failure_loses_nothing_body(void)
 static void descriptor_chunk_failure_loses_nothing(void)
 {
     CHECK(in_child(descriptor_chunk_failure_loses_nothing_body) == 0);
+}
+
+/* A thread's first allocation sets up its cache, which first maps a slab of stores for the
+ * cache's cold parts (src/tcache_store.c): when that fails, the call is served without a
+ * cache, errno untouched, and the next call sets the cache up. */
+static void store_slab_failure_serves_uncached_body(void)
+{
+    os_fault_inject(1, false);
+    errno = 0;
+    char *first = lfh_malloc(16);
+    CHECK(first != NULL && errno == 0);
+    CHECK(tcache_self.id == TCACHE_ID_UNSET && tcache_self.cold == NULL);
+    struct os_fault_stats stats;
+    os_fault_stats(&stats);
+    CHECK(stats.failed == 1);
+    char *second = lfh_malloc(16);
+    CHECK(second != NULL && second != first);
+    CHECK(tcache_self.id < TCACHE_ID_EXITED && tcache_self.cold != NULL);
+    lfh_free(first);
+    lfh_free(second);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void store_slab_failure_serves_uncached(void)
+{
+    CHECK(in_child(store_slab_failure_serves_uncached_body) == 0);
 }
 
 static void *allocate_and_exit(void *arg)
@@ -1215,6 +1244,7 @@ int main(int argc, char **argv)
     RUN(decommit_ranges_after_main_exit);
     RUN(decommits_refused_keep_runs_dirty);
     RUN(descriptor_chunk_failure_loses_nothing);
+    RUN(store_slab_failure_serves_uncached);
     RUN(trim_returns_orphaned_caches);
     RUN(concurrent_failures_corrupt_nothing);
     RUN(reference_workload_succeeds);
