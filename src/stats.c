@@ -15,6 +15,7 @@
 
 #include "platform.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -85,9 +86,15 @@ static struct stats_block *stats_take(void)
     if (claimed)
         return claimed;
     size_t bytes = (sizeof(struct stats_slab) + PLATFORM_PAGE_SIZE - 1) & ~(PLATFORM_PAGE_SIZE - 1);
+    /* A refused mapping's errno is not the allocation's, which is served all the same
+     * (its counts go to the shared block): an outside tester saw every malloc of a thread
+     * under `ulimit -v` succeed and set errno to ENOMEM in the statistics builds. */
+    int saved_errno = errno;
     struct stats_slab *slab = platform_map(NULL, bytes);
-    if (!slab)
+    if (!slab) {
+        errno = saved_errno;
         return NULL;
+    }
     /* Threads that start together all find the registry full and map a slab each (400
      * threads leaving a barrier mapped 260-370 slabs for 400 blocks). One that finds a
      * block a racer published meanwhile takes it and gives its slab back. */

@@ -362,11 +362,13 @@ static void tcache_setup(struct tcache *tc, unsigned heap_class)
         return;
     unsigned slot = orphan_take();
     if (slot != ORPHAN_NONE) {
-        LFH_PARK(TCACHE_ADOPT_TAKEN);
-        /* The store first: a signal handler that interrupts the copy finds the bins copied
-         * so far with a store to save them in (tcache_hide). */
+        /* The store first, at once: a signal handler that interrupts the copy finds the bins
+         * copied so far with a store to save them in (tcache_hide), and one that kills the
+         * thread has its exit give the store back (the orphan's lists and ranges are lost
+         * with the slot it empties, the store is not). */
         tc->cold = orphan_caches[slot].cold;
         atomic_signal_fence(memory_order_seq_cst);
+        LFH_PARK(TCACHE_ADOPT_TAKEN);
         *tc = orphan_caches[slot];
         orphan_leave(slot, ORPHAN_EMPTY);
         live_count_enter();
@@ -376,14 +378,11 @@ static void tcache_setup(struct tcache *tc, unsigned heap_class)
     /* No store, no cache: the call is served without one, and the next sets up again.
      * The failed mapping's errno is not the call's. */
     int saved_errno = errno;
-    struct tcache_cold *cold = tcache_store_claim();
-    if (!cold) {
+    if (!tcache_store_claim(&tc->cold)) { /* all zeros, installed at once */
         errno = saved_errno;
         tc->id = TCACHE_ID_UNSET;
         return;
     }
-    memset(cold, 0, HEAP_CLASSES * sizeof *cold); /* a store keeps its last holder's */
-    tc->cold = cold;
     for (unsigned cls = 0; cls < HEAP_CLASSES; cls++) {
         tc->cold[cls].limit = clamp_blocks(TCACHE_BYTES_INITIAL, cls, TCACHE_LIMIT_FLOOR, 2048);
         bin_install(&tc->bins[cls], &tc->cold[cls], NULL, 0);

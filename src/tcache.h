@@ -332,16 +332,19 @@ struct tcache_hidden {
 /* ---- the caches' store (tcache_store.c) --------------------------------------------- */
 
 /* A cache's cold parts (HEAP_CLASSES of them) in a store of its own, taken at its setup
- * and given back when the cache is handed back (or passed to its adopter with the orphan);
- * NULL when no memory could be mapped. The store also holds the save of the cache's
- * outermost hiding (tcache_store_hidden). What a released store held is not cleared, but
- * the release that leaves a slab without a store in use gives its pages back. */
-struct tcache_cold *tcache_store_claim(void);
+ * (written into *into right after the claim; false when no memory could be mapped) and
+ * given back when the cache is handed back (or passed to its adopter with the orphan).
+ * A claimed store's cold parts are all zeros (the release clears them). The store also
+ * holds the save of the cache's outermost hiding (tcache_store_hidden). The release that
+ * leaves a slab without a store in use gives the slab's pages back. */
+bool tcache_store_claim(struct tcache_cold **into);
 void tcache_store_release(struct tcache_cold *cold);
 struct tcache_hidden *tcache_store_hidden(struct tcache_cold *cold);
 /* The slabs of stores with any page resident beyond their first, which holds the slab's
  * header: a slab whose stores all went back gives its pages back (for tests). */
 size_t tcache_store_resident_slabs(void);
+/* The stores taken, over all published slabs (for tests). */
+unsigned tcache_store_taken(void);
 
 /* Hides the calling thread's cache from a signal handler that interrupted lfheap: saves
  * the bins' lists, bump ends and the id, then makes every bin look empty and the id own

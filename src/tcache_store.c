@@ -18,7 +18,9 @@
 #include "park.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #define STORE_SLAB_STORES 32
 
@@ -42,55 +44,58 @@ _Static_assert(sizeof(struct store_slab) <= STORE_SLAB_ALIGN, "a slab fits its a
 
 static _Atomic(struct store_slab *) store_slabs;
 
-/* Takes a store of `slab` whose bit is clear, or returns NULL if every store is taken. The
- * CAS is acquire: the previous holder's writes to the store, published by its release in
- * tcache_store_release, happen before the new holder's. Relaxed on failure: the bitmap
- * read then is only a new guess. */
-static struct tcache_cold *claim_in(struct store_slab *slab)
+/* Takes a store of `slab` whose bit is clear into *into, or returns false if every store
+ * is taken. The CAS is acquire: the previous holder's writes to the store, published by
+ * its release in tcache_store_release, happen before the new holder's. Relaxed on
+ * failure: the bitmap read then is only a new guess. The store is installed at once, so
+ * that a thread killed from here on gives it back from its exit. */
+static bool claim_in(struct store_slab *slab, struct tcache_cold **into)
 {
     uint32_t taken = atomic_load_explicit(&slab->taken, memory_order_relaxed);
     while (taken != UINT32_MAX) {
         unsigned index = (unsigned)__builtin_ctz(~taken);
         if (atomic_compare_exchange_weak_explicit(&slab->taken, &taken, taken | (1u << index),
                                                   memory_order_acquire, memory_order_relaxed)) {
+            *into = slab->cold[index];
+            atomic_signal_fence(memory_order_seq_cst);
             LFH_PARK(TCACHE_STORE_CLAIMED);
-            return slab->cold[index];
+            return true;
         }
     }
-    return NULL;
+    return false;
 }
 
-/* A store of a published slab, or NULL if all of them are taken. */
-static struct tcache_cold *claim_published(void)
+/* Takes a store of a published slab into *into; false if all of them are taken. */
+static bool claim_published(struct tcache_cold **into)
 {
     /* Acquire, paired with the pushing CAS's release: every slab reached is whole. */
     struct store_slab *slab = atomic_load_explicit(&store_slabs, memory_order_acquire);
-    for (; slab; slab = slab->next) {
-        struct tcache_cold *cold = claim_in(slab);
-        if (cold)
-            return cold;
-    }
-    return NULL;
+    for (; slab; slab = slab->next)
+        if (claim_in(slab, into))
+            return true;
+    return false;
 }
 
-struct tcache_cold *tcache_store_claim(void)
+bool tcache_store_claim(struct tcache_cold **into)
 {
-    struct tcache_cold *cold = claim_published();
-    if (cold)
-        return cold;
+    if (claim_published(into))
+        return true;
     struct store_slab *fresh = os_map(STORE_SLAB_BYTES, STORE_SLAB_ALIGN);
     if (!fresh)
-        return NULL;
+        return false;
     /* Threads that start together all find every store taken and map a slab each; one that
      * finds a store given back or published meanwhile takes it and unmaps its slab, as
      * the statistics' registry does (stats.c). */
-    cold = claim_published();
-    if (cold) {
+    if (claim_published(into)) {
         os_unmap(fresh, STORE_SLAB_BYTES);
-        return cold;
+        return true;
     }
-    /* Store 0 is ours before anyone can see the slab. */
+    /* Store 0 is ours before anyone can see the slab, and installed before the push: a
+     * thread killed before the push gives it back, which leaves the unpublished slab
+     * empty (its address space stays reserved). */
     atomic_store_explicit(&fresh->taken, 1, memory_order_relaxed);
+    *into = fresh->cold[0];
+    atomic_signal_fence(memory_order_seq_cst);
     fresh->next = atomic_load_explicit(&store_slabs, memory_order_relaxed);
     /* Release: the slab's header is written before another thread reaches it through the
      * list. A failed CAS reloads the head (relaxed: the retry is the only use, and the
@@ -98,7 +103,7 @@ struct tcache_cold *tcache_store_claim(void)
     while (!atomic_compare_exchange_weak_explicit(&store_slabs, &fresh->next, fresh,
                                                   memory_order_release, memory_order_relaxed))
         ;
-    return fresh->cold[0];
+    return true;
 }
 
 static struct store_slab *slab_of(const struct tcache_cold *cold)
@@ -128,7 +133,7 @@ struct tcache_hidden *tcache_store_hidden(struct tcache_cold *cold)
  * holders' writes, released by their AND, come before the kernel drops the pages); a
  * claimer meanwhile finds the slab full and moves on, as it does past any full slab. The
  * release store of none after it orders the decommit before the next claim. A store the
- * kernel dropped reads as zeros, and every claimer clears its store anyway. */
+ * kernel dropped reads as zeros, as the release left it. */
 static void purge_slab(struct store_slab *slab)
 {
     uint32_t none = 0;
@@ -143,9 +148,23 @@ void tcache_store_release(struct tcache_cold *cold)
 {
     struct store_slab *slab = slab_of(cold);
     uint32_t bit = 1u << index_of(slab, cold);
+    /* Cleared here rather than at the claim, so that a store is all zeros from the moment
+     * it is claimed (a fresh or purged slab's are already) and the setup can install it
+     * at once: a thread killed right after its claim then still gives it back. */
+    memset(cold, 0, HEAP_CLASSES * sizeof *cold);
     /* Release: this holder's writes happen before the next claimer's acquire CAS. */
     if (atomic_fetch_and_explicit(&slab->taken, ~bit, memory_order_release) == bit)
         purge_slab(slab);
+}
+
+unsigned tcache_store_taken(void)
+{
+    unsigned taken = 0;
+    struct store_slab *slab = atomic_load_explicit(&store_slabs, memory_order_acquire);
+    for (; slab; slab = slab->next)
+        taken +=
+            (unsigned)__builtin_popcount(atomic_load_explicit(&slab->taken, memory_order_relaxed));
+    return taken;
 }
 
 size_t tcache_store_resident_slabs(void)

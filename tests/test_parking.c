@@ -979,6 +979,46 @@ static bool killed_in_setup(const char *name)
     return ok;
 }
 
+/* Its first call claims a store for its cache's cold parts, and dies right after. */
+static void *dying_first_claim(void *unused)
+{
+    (void)unused;
+    die_at = PARK_TCACHE_STORE_CLAIMED;
+    die_skip = 0;
+    void *p = lfh_malloc(dying_sizes[0]);
+    die_at = -1;
+    lfh_free(p);
+    return NULL;
+}
+
+/* A handler that kills a thread inside its very first call, right after it claimed a store
+ * (no orphan to adopt: malloc_trim flushed them): its exit gives the store back, so as many
+ * stores are taken afterwards as before. An outside tester's thread killed between the
+ * claim and the store's install lost the store for good. */
+static bool killed_claiming(const char *name)
+{
+    /* This thread's cache holds a store, so a slab with free stores exists: the claim in a
+     * fresh slab, the first, passes no parking point. */
+    lfh_free(lfh_malloc(dying_sizes[0]));
+    lfh_malloc_trim(0);
+    unsigned taken_before = tcache_store_taken();
+    unsigned deaths_before = atomic_load(&deaths);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, dying_first_claim, NULL) == 0);
+    pthread_join(t, NULL);
+    unsigned taken_after = tcache_store_taken();
+    unsigned died = atomic_load(&deaths) - deaths_before;
+    bool distinct = blocks_are_distinct();
+    bool works = heap_works();
+    bool ok = died == 1 && taken_after == taken_before && distinct && works;
+    printf("%s %s: killed %u time(s) (1 expected); stores taken %u before, %u after; blocks "
+           "distinct afterwards: %s; heap works: %s\n",
+           ok ? "PASS" : "FAIL", name, died, taken_before, taken_after, distinct ? "yes" : "NO",
+           works ? "yes" : "NO");
+    fflush(stdout);
+    return ok;
+}
+
 /* Two frees of one large block at once (a program's double free from two threads): the
  * first is parked after its checks found the block live, just before it claims the block
  * (heap.large_claim); the second frees it whole meanwhile. Released, the first must lose
@@ -1144,6 +1184,11 @@ int main(int argc, char **argv)
     if (selected(argc, argv, "large.double_free_race")) {
         ran++;
         failed += !large_double_free_race("large.double_free_race");
+    }
+    /* Killed inside its first call, right after it claimed a store: see killed_claiming. */
+    if (selected(argc, argv, "setup.killed_claiming")) {
+        ran++;
+        failed += !killed_claiming("setup.killed_claiming");
     }
     /* Killed inside its first call, holding an orphan's slot: see killed_in_setup. */
     if (selected(argc, argv, "setup.killed_adopting")) {
