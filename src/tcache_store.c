@@ -10,7 +10,8 @@
  * bit, and given back by clearing the bit with an atomic AND. A thread whose CAS fails
  * reads the bitmap again (another thread took or gave back a store of that slab) and
  * tries again, or moves on to the next slab, or maps a slab of its own and pushes it onto
- * the list with a CAS: nobody waits for anybody.
+ * the list with a CAS: nobody waits for anybody. The release that leaves a slab with no
+ * store in use gives the slab's pages back to the kernel (purge_slab).
  */
 #include "tcache.h"
 

@@ -938,11 +938,11 @@ static void *orphan_maker(void *unused)
     return NULL;
 }
 
-/* Its first call sets up its cache by adopting an orphan, and dies there. */
-static void *dying_first_call(void *unused)
+/* Its first call sets up its cache and dies at the parking point `point` (an enum
+ * park_point) on the way: having adopted an orphan, or claimed a store. */
+static void *dying_first_call(void *point)
 {
-    (void)unused;
-    die_at = PARK_TCACHE_ADOPT_TAKEN;
+    die_at = (int)(intptr_t)point;
     die_skip = 0;
     void *p = lfh_malloc(dying_sizes[0]);
     die_at = -1;
@@ -963,7 +963,8 @@ static bool killed_in_setup(const char *name)
     struct tcache_lost before, after;
     tcache_lost_get(&before);
     unsigned deaths_before = atomic_load(&deaths);
-    REQUIRE(pthread_create(&t, NULL, dying_first_call, NULL) == 0);
+    REQUIRE(pthread_create(&t, NULL, dying_first_call, (void *)(intptr_t)PARK_TCACHE_ADOPT_TAKEN) ==
+            0);
     pthread_join(t, NULL);
     tcache_lost_get(&after);
     unsigned died = atomic_load(&deaths) - deaths_before;
@@ -979,18 +980,6 @@ static bool killed_in_setup(const char *name)
     return ok;
 }
 
-/* Its first call claims a store for its cache's cold parts, and dies right after. */
-static void *dying_first_claim(void *unused)
-{
-    (void)unused;
-    die_at = PARK_TCACHE_STORE_CLAIMED;
-    die_skip = 0;
-    void *p = lfh_malloc(dying_sizes[0]);
-    die_at = -1;
-    lfh_free(p);
-    return NULL;
-}
-
 /* A handler that kills a thread inside its very first call, right after it claimed a store
  * (no orphan to adopt: malloc_trim flushed them): its exit gives the store back, so as many
  * stores are taken afterwards as before. An outside tester's thread killed between the
@@ -1004,7 +993,8 @@ static bool killed_claiming(const char *name)
     unsigned taken_before = tcache_store_taken();
     unsigned deaths_before = atomic_load(&deaths);
     pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, dying_first_claim, NULL) == 0);
+    REQUIRE(pthread_create(&t, NULL, dying_first_call,
+                           (void *)(intptr_t)PARK_TCACHE_STORE_CLAIMED) == 0);
     pthread_join(t, NULL);
     unsigned taken_after = tcache_store_taken();
     unsigned died = atomic_load(&deaths) - deaths_before;
