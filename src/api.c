@@ -505,6 +505,23 @@ static void *move_contents(void *fresh, void *ptr, struct descriptor *desc, size
     return fresh;
 }
 
+/* The end of a realloc whose large block (ptr, desc) grew by leaving its arena for a
+ * mapping of its own at `fresh` (heap_large_move_out): the new block takes the record,
+ * and a zero-filled block's bytes past `old_request` on the last page that moved are
+ * zeroed (the program may have written there: they were usable), the pages after it
+ * being the kernel's zeros. The old block, whose pages moved, is freed. */
+static void *moved_out(void *fresh, void *ptr, struct descriptor *desc,
+                       const struct heap_props *props, size_t old_request)
+{
+    heap_props_set(pagemap_desc_of_own(fresh), fresh, props);
+    if (props->zero_fill) {
+        size_t moved_end = (old_request + OS_PAGE_SIZE - 1) & ~(OS_PAGE_SIZE - 1);
+        memset((char *)fresh + old_request, 0, moved_end - old_request);
+    }
+    api_free_known_block(ptr, desc);
+    return fresh;
+}
+
 /* The new bytes of a zero-filled large block at ptr (desc) that stayed in its run at
  * `size` bytes, from `old_request`, its run `old_bytes` long before: zeros up to the
  * request, as calloc's, and past it up to the usable end if the run grew into a freed
@@ -616,11 +633,16 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
             heap_props_set(desc, fresh, &props);
         return fresh;
     }
+    size_t kept = kept_bytes(desc, old_request, props.zero_fill);
+    if (desc->class_index == HEAP_CLASS_LARGE && size > old_request) {
+        fresh = heap_large_move_out(desc, size, align, kept);
+        if (fresh)
+            return moved_out(fresh, ptr, desc, &props, old_request);
+    }
     fresh = tracked ? api_alloc_tracked(&props, false) : malloc_block(size);
     if (!fresh)
         return NULL;
-    return move_contents(fresh, ptr, desc, kept_bytes(desc, old_request, props.zero_fill), size,
-                         props.zero_fill);
+    return move_contents(fresh, ptr, desc, kept, size, props.zero_fill);
 }
 
 /* The descriptor of the live block at ptr for a resizing routine, or NULL (the call

@@ -226,6 +226,26 @@ static inline _Atomic uint64_t *partial_shard(unsigned cls, uint64_t tid)
 /* ---- superblocks ------------------------------------------------------------------ */
 
 /* Gives back the pages of a large block, whose first page holds its page-map entry. */
+/* Blocks of an arena from this size on leave it when they must move to grow
+ * (heap_large_move_out). Below it a copy costs about what the two mremap calls do. */
+#define MOVE_OUT_MIN ((size_t)2 << 20)
+
+/* A block that left its arena gives its pages to the kernel at its free, where a freed run
+ * is reused resident: a program that grows a buffer and frees it again and again would
+ * fault its pages in at every round (sqlite3's sorter, doubling a buffer to 8 MiB for
+ * each sort: 12.1 k faults against 10.1 k). So the first such free raises the size from
+ * which blocks leave past its own, as glibc raises its mmap threshold to the size of a
+ * freed mapped chunk: the next rounds grow in their runs again. Relaxed: a threshold that
+ * only picks between a move and a copy, both correct; a raise lost to a racing one is
+ * made again at the next such free. */
+static _Atomic size_t move_out_min = MOVE_OUT_MIN;
+
+static void move_out_raise(size_t freed)
+{
+    if (freed >= atomic_load_explicit(&move_out_min, memory_order_relaxed))
+        atomic_store_explicit(&move_out_min, freed + OS_PAGE_SIZE, memory_order_relaxed);
+}
+
 static void large_pages_release(char *start, size_t size, bool os_backed, bool guarded)
 {
     /* Clear the map first: once the pages are unmapped another mapping may take their
@@ -244,6 +264,8 @@ static void large_pages_release(char *start, size_t size, bool os_backed, bool g
         arena_free(start, size);
         return;
     }
+    if (size <= ARENA_MAX_CHUNK)
+        move_out_raise(size);
     /* Kept for the next huge block (mapcache.h); the tick first gives back what waited
      * its delay, so that a program whose huge blocks never fit the kept ones (each a
      * little bigger) does not hold them until some small block's slow path. */
@@ -533,6 +555,28 @@ static bool guard_protect(const struct descriptor *d, bool accessible)
     return os_protect(d->start + d->size - SECURE_GUARD_BYTES, SECURE_GUARD_BYTES, accessible);
 }
 
+/* A large block's descriptor, `bytes` at `start` for a request of `size` (d->os_backed set
+ * already). */
+static void large_desc_fill(struct descriptor *d, char *start, size_t bytes, size_t size)
+{
+    d->start = start;
+    d->size = bytes;
+    d->block_size = 0;
+    d->max_count = 0;
+    d->class_index = HEAP_CLASS_LARGE;
+    d->class_scaled = (uint16_t)(HEAP_CLASS_LARGE * SIZECLASS_STRIDE);
+    /* The block key is the offset: its one block start, offset 0, is in the superblock's
+     * sense carved (handed out). Relaxed, as for a superblock: the page map publishes it. */
+    d->block_magic = 1;
+    d->block_limit = 1;
+    atomic_store_explicit(&d->carved_limit, 1, memory_order_relaxed);
+    d->records = NULL;
+    /* A plain malloc's record; the routines with sticky properties overwrite it. */
+    d->large_request = size;
+    d->large_flags = HEAP_RECORD_MALLOC;
+    atomic_store_explicit(&d->owner, HEAP_OWNER_NONE, memory_order_relaxed);
+}
+
 void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
 {
     size_t bytes = round_to_pages(size ? size : 1) + SECURE_GUARD_BYTES;
@@ -561,22 +605,7 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
         desc_retire(d);
         return NULL;
     }
-    d->start = start;
-    d->size = bytes;
-    d->block_size = 0;
-    d->max_count = 0;
-    d->class_index = HEAP_CLASS_LARGE;
-    d->class_scaled = (uint16_t)(HEAP_CLASS_LARGE * SIZECLASS_STRIDE);
-    /* The block key is the offset: its one block start, offset 0, is in the superblock's
-     * sense carved (handed out). Relaxed, as for a superblock: the page map publishes it. */
-    d->block_magic = 1;
-    d->block_limit = 1;
-    atomic_store_explicit(&d->carved_limit, 1, memory_order_relaxed);
-    d->records = NULL;
-    /* A plain malloc's record; the routines with sticky properties overwrite it. */
-    d->large_request = size;
-    d->large_flags = HEAP_RECORD_MALLOC;
-    atomic_store_explicit(&d->owner, HEAP_OWNER_NONE, memory_order_relaxed);
+    large_desc_fill(d, start, bytes, size);
     /* Only the first page: every lookup of a large block is of its start (the pointer it
      * was handed out as, always d->start). Its other pages keep the empty entries that
      * the clears of their earlier tenants left (docs/ARCHITECTURE.md, "Page map"), so
@@ -671,8 +700,17 @@ static void *mapping_resize(struct descriptor *d, size_t bytes, size_t align)
         return old;
     }
     /* Else reserve the destination ourselves and register it first, so that no step
-     * after the move can fail; then let the kernel move the pages (no copy). */
-    char *dest = mapcache_map(bytes, align);
+     * after the move can fail; then let the kernel move the pages (no copy). The
+     * reservation is twice the block, its second half given back at once: the kernel puts
+     * a mapping into the highest gap that fits, often the hole an earlier move left just
+     * as big, and a block grown a page at a time went back and forth between two such
+     * holes at every page (to 64 MiB by 16 bytes: 5,600 moves in 6 s). The room after it
+     * lets it grow where it is until another mapping takes the room. */
+    char *dest = bytes <= SIZE_MAX / 2 ? mapcache_map(2 * bytes, align) : NULL;
+    if (dest)
+        os_unmap(dest + bytes, bytes);
+    else
+        dest = mapcache_map(bytes, align);
     if (!dest)
         return NULL;
     if (!pagemap_set(dest, OS_PAGE_SIZE, d)) {
@@ -703,8 +741,13 @@ bool heap_large_stays(struct descriptor *d, size_t size)
      * to another such run, copying it, every time (a block going back and forth between
      * two runs: gperftools' tcmalloc_unittest). */
     size_t bytes = round_to_pages(size) + SECURE_GUARD_BYTES;
-    if (d->os_backed || bytes < size)
+    if (bytes < size)
         return false;
+    /* A mapped block stays while its pages do: a buffer grown a byte at a time past its
+     * arena (heap_large_move_out) took the general path at every byte, 1.5 times the
+     * time of the whole growth. */
+    if (d->os_backed)
+        return bytes == d->size;
     /* The fifth is of the requests, not of their pages: rounded, a block of 17 pages
      * shrunk by 19% to 13 pages looked like a shrink by more than a fifth, and moved. */
     if (bytes <= d->size)
@@ -740,6 +783,45 @@ void *heap_large_resize(struct descriptor *d, size_t size, size_t align)
     void *block = mapping_resize(d, bytes, align);
     guard_close(d);
     return block;
+}
+
+void *heap_large_move_out(struct descriptor *desc, size_t size, size_t align, size_t kept)
+{
+    size_t bytes = round_to_pages(size), moved = round_to_pages(kept);
+    /* Not the debug and secure builds, whose blocks carry more than their bytes (the
+     * debug build's records, the guard page), nor under memcheck, which sees a resize
+     * only as a move; not a block aligned past a page, which the kernel's placement
+     * would not keep. */
+    if (DEBUG_ENABLED || SECURE_ENABLED || vgclient_memcheck() || desc->os_backed ||
+        align > OS_PAGE_SIZE || moved < atomic_load_explicit(&move_out_min, memory_order_relaxed) ||
+        moved > desc->size || bytes < size || bytes <= moved)
+        return NULL;
+    int saved_errno = errno; /* refused, the block is copied: errno as it was */
+    struct descriptor *d = desc_alloc();
+    char *start = d ? os_move_out(desc->start, moved, bytes) : NULL;
+    if (start) {
+        d->os_backed = true;
+        large_desc_fill(d, start, bytes, size);
+        LFH_INVARIANT("page map: a large block's other pages are unregistered",
+                      pagemap_unregistered(start + OS_PAGE_SIZE, bytes - OS_PAGE_SIZE));
+        if (!pagemap_set(start, OS_PAGE_SIZE, d)) {
+            /* The old pages read as zeros now: the bytes go back by a copy. */
+            memcpy(desc->start, start, moved);
+            os_unmap(start, bytes);
+            start = NULL;
+        }
+    }
+    if (!start) {
+        if (d)
+            desc_retire(d);
+        errno = saved_errno;
+        return NULL;
+    }
+    d->large_guarded = false;
+    vgclient_alloc(start, bytes, false);
+    STATS_ADD(STATS_HUGE_ALLOCATED, 1);
+    STATS_ADD(STATS_HUGE_BYTES_IN, bytes);
+    return start;
 }
 
 /* Pages of a block's tail worth a madvise rather than a memset: a system call costs about

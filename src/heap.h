@@ -190,7 +190,16 @@ bool heap_large_free(struct descriptor *desc);
  * OS, by moving its pages to a new mapping aligned to `align`. NULL (and the block
  * untouched) otherwise. The record (heap_props) is the caller's to update. */
 void *heap_large_resize(struct descriptor *desc, size_t size, size_t align);
-/* True if a large block of the arenas stays where it is for `size` bytes: they fit its
+/* A large block of the arenas that must move to grow to `size` bytes, moved out to a
+ * mapping of its own by the kernel (mremap: its page tables move, nothing is copied or
+ * faulted in again), which then grows as a mapped block does: the first `kept` bytes
+ * are the old block's, the pages after them zeros. The old block, which then reads as
+ * zeros, is the caller's to free, and the new one's record (heap_props) to set. NULL,
+ * and the old block as it was, where a copy is the way: blocks under 2 MiB, the debug
+ * and secure builds, memcheck, an alignment past a page, or a refusal by the kernel. */
+void *heap_large_move_out(struct descriptor *desc, size_t size, size_t align, size_t kept);
+/* True if a large block stays where it is for `size` bytes: a mapped one if they take its
+ * pages as they are; one of the arenas if they fit its
  * bytes, which either hold at most a quarter more or the block grows or shrinks by at
  * most a fifth (see heap_large_resize); or they fit the bigger freed run it took part of,
  * and its bytes grow into it (arena_large_regrow). */

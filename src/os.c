@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 /* `calls` is a STATS_*_CALLS counter; its bytes counter follows it. */
 static inline void os_count(unsigned calls, size_t bytes)
@@ -452,6 +453,49 @@ bool os_move(void *old, size_t old_size, void *dest, size_t new_size)
         return false;
     os_count(STATS_MREMAP_CALLS, new_size);
     return platform_move(old, old_size, dest, new_size);
+}
+
+/* Set once the kernel refused MREMAP_DONTUNMAP (before Linux 5.7): the blocks are
+ * copied then, as before the call existed. Relaxed: a stale false costs one more refused
+ * call. */
+static _Atomic bool move_out_unknown;
+
+static char *move_out(void *old, size_t size, size_t new_size)
+{
+    if (atomic_load_explicit(&move_out_unknown, memory_order_relaxed) || os_fault())
+        return NULL;
+    os_count(STATS_MREMAP_CALLS, size);
+    bool unknown_flag;
+    char *moved = platform_move_out(old, size, &unknown_flag);
+    if (!moved) {
+        if (unknown_flag)
+            atomic_store_explicit(&move_out_unknown, true, memory_order_relaxed);
+        return NULL;
+    }
+    if (new_size == size)
+        return moved;
+    char *grown = NULL;
+    if (!os_fault()) {
+        os_count(STATS_MREMAP_CALLS, new_size);
+        grown = platform_remap(moved, size, new_size);
+    }
+    if (grown)
+        return grown;
+    /* The bytes go back by a copy (the old range is mapped and reads as zeros): a move
+     * back would put a mapping of its own into the arena's. */
+    memcpy(old, moved, size);
+    os_unmap(moved, size);
+    return NULL;
+}
+
+void *os_move_out(void *old, size_t size, size_t new_size)
+{
+    /* Refused, the block is copied, and the realloc succeeds: errno as it was, also after
+     * an injected failure (platform_move_out keeps it too). */
+    int saved_errno = errno;
+    char *moved = move_out(old, size, new_size);
+    errno = saved_errno;
+    return moved;
 }
 
 bool os_grow(void *addr, size_t old_size, size_t new_size)

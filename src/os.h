@@ -79,6 +79,13 @@ bool os_any_resident(const void *addr, size_t size);
  * failure, and then both mappings are as they were. */
 bool os_move(void *old, size_t old_size, void *dest, size_t new_size);
 
+/* Moves the pages of [old, old + size), inside a mapping, to a mapping of their own,
+ * new_size long (at least size; fresh zero pages after the moved ones), and returns it:
+ * nothing is copied or faulted in again. The old range stays mapped, reading as zeros
+ * with none of its pages resident. NULL on failure, and then [old, old + size) holds its
+ * bytes as before (copied back if the growth failed after the move). */
+void *os_move_out(void *old, size_t size, size_t new_size);
+
 /* Extends a mapping from os_map where it is, to new_size; false (and nothing changed) if
  * the addresses after it are taken. */
 bool os_grow(void *addr, size_t old_size, size_t new_size);

@@ -141,6 +141,24 @@ bool platform_move(void *old, size_t old_size, void *dest, size_t new_size)
     return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != MAP_FAILED;
 }
 
+void *platform_move_out(void *addr, size_t size, bool *unknown_flag)
+{
+    int saved_errno = errno; /* as platform_unmap: refused, the block is copied */
+    /* glibc reads the fifth argument only with MREMAP_FIXED: pass it anyway. */
+    void *moved = mremap(addr, size, size, MREMAP_MAYMOVE | MREMAP_DONTUNMAP, NULL);
+    *unknown_flag = moved == MAP_FAILED && errno == EINVAL;
+    errno = saved_errno;
+    return moved == MAP_FAILED ? NULL : moved;
+}
+
+void *platform_remap(void *addr, size_t old_size, size_t new_size)
+{
+    int saved_errno = errno; /* as platform_move_out */
+    void *moved = mremap(addr, old_size, new_size, MREMAP_MAYMOVE);
+    errno = saved_errno;
+    return moved == MAP_FAILED ? NULL : moved;
+}
+
 bool platform_grow(void *addr, size_t old_size, size_t new_size)
 {
     int saved_errno = errno; /* as platform_unmap: refused, the block moves */

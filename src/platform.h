@@ -105,6 +105,16 @@ bool platform_advise_huge(void *addr, size_t size);
  * MREMAP_FIXED); false on failure, and then both mappings are as they were. */
 bool platform_move(void *old, size_t old_size, void *dest, size_t new_size);
 
+/* Moves the pages of [addr, addr + size) to a mapping of their own where the kernel
+ * chooses (mremap with MREMAP_DONTUNMAP): the old range stays mapped and reads as zeros,
+ * none of its pages resident. NULL on failure, and then nothing moved; errno kept.
+ * *unknown_flag says whether the kernel refused the flag itself (before Linux 5.7). */
+void *platform_move_out(void *addr, size_t size, bool *unknown_flag);
+
+/* Resizes the mapping [addr, addr + old_size) to new_size, where it is or elsewhere
+ * (mremap with MREMAP_MAYMOVE); NULL on failure, the mapping as it was; errno kept. */
+void *platform_remap(void *addr, size_t old_size, size_t new_size);
+
 /* Extends the mapping [addr, addr + old_size) to new_size where it is (mremap without
  * MREMAP_MAYMOVE); false if the addresses after it are taken, and then nothing changed. */
 bool platform_grow(void *addr, size_t old_size, size_t new_size);

@@ -706,14 +706,10 @@ static void large_realloc_shrink_by_a_fifth_stays(void)
     CHECK(tried > 0 && moved == 0);
 }
 
-/* A block above 64 MiB (a mapping of its own) grown 256 KiB at a time to 128 MiB keeps
- * every byte it had: it grows where it is when the addresses after it are free, and is
- * remapped elsewhere when they are not. How often it moved depends on the kernel's
- * layout of the address space, so it is printed, not judged. */
-static void mapped_block_grows_by_small_steps(void)
+/* Whether the address space or the data size is limited below 512 MiB (the suite's
+ * ulimit -v and -d runs), for the tests that need more: said, and then they skip. */
+static bool address_space_limited(void)
 {
-    /* It needs about 300 MiB of address space (a move maps the new block before the old
-     * one goes): not under the suite's ulimit -v or -d of 128 MiB, which the rest meets. */
     static const int limits[] = {RLIMIT_AS, RLIMIT_DATA};
     for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
         struct rlimit limit;
@@ -722,9 +718,22 @@ static void mapped_block_grows_by_small_steps(void)
             printf("  skipped: %s is limited to %llu MiB\n",
                    limits[i] == RLIMIT_AS ? "the address space" : "the data size",
                    (unsigned long long)(limit.rlim_cur >> 20));
-            return;
+            return true;
         }
     }
+    return false;
+}
+
+/* A block above 64 MiB (a mapping of its own) grown 256 KiB at a time to 128 MiB keeps
+ * every byte it had: it grows where it is when the addresses after it are free, and is
+ * remapped elsewhere when they are not. How often it moved depends on the kernel's
+ * layout of the address space, so it is printed, not judged. */
+static void mapped_block_grows_by_small_steps(void)
+{
+    /* It needs about 300 MiB of address space (a move maps the new block before the old
+     * one goes): not under the suite's ulimit -v or -d of 128 MiB, which the rest meets. */
+    if (address_space_limited())
+        return;
     size_t n = ((size_t)64 << 20) + 4096, step = (size_t)256 << 10;
     unsigned char *p = T_MALLOC(n);
     REQUIRE(p);
@@ -745,6 +754,111 @@ static void mapped_block_grows_by_small_steps(void)
     printf("  64 MiB to 128 MiB in 256 steps: %zu moves\n", moves);
     CHECK(wrong == 0);
     T_FREE(p);
+}
+
+static long minor_faults(void)
+{
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+}
+
+/* Whether the allocator is lfheap's debug build, whose usable size is the request (its
+ * large blocks are copied, as memcheck's are). */
+static bool debug_build(void)
+{
+    void *p = T_MALLOC(100);
+    REQUIRE(p);
+    bool exact = T_MALLOC_USABLE_SIZE(p) == 100;
+    T_FREE(p);
+    return exact;
+}
+
+/* A large block of the arenas from 2 MiB on that must move to grow takes its pages along
+ * to a mapping of its own (mremap): they are neither copied nor faulted in again, and it
+ * then grows where it is, a page at a time, as glibc's mapped blocks do. Its bytes stay;
+ * a calloc block's new bytes are zeros, also those past its old request on its last page,
+ * which the program may have written. The neighbour `wall` keeps the run from growing in
+ * place. Under valgrind (which may refuse the call) and with the debug build the block is
+ * copied: contents only. Run in a process of its own (below): the first free of such a
+ * block raises the size from which blocks leave (src/heap.c, move_out_raise), so the
+ * blocks live until both are checked. */
+static void moves_out_in_a_fresh_process(void)
+{
+    bool moves_out = !RUNNING_ON_VALGRIND && !debug_build();
+    size_t n = ((size_t)3 << 20) + 100, pages = n / 4096;
+    unsigned char *grown[2], *walls[2];
+    for (int zeroed = 0; zeroed < 2; zeroed++) {
+        unsigned char *p = zeroed ? T_CALLOC(1, n) : T_MALLOC(n);
+        unsigned char *wall = T_MALLOC(n);
+        REQUIRE(p && wall);
+        size_t usable = T_MALLOC_USABLE_SIZE(p);
+        for (size_t i = 0; i < n; i++)
+            p[i] = zeroed ? 0 : (unsigned char)(i * 7 + i / 4096);
+        memset(p + n, 0xee, usable - n); /* usable, so the program may write it */
+        long before = minor_faults();
+        unsigned char *q = T_REALLOC(p, (size_t)12 << 20);
+        long faults = minor_faults() - before;
+        REQUIRE(q);
+        size_t wrong = 0;
+        for (size_t i = 0; i < n; i++)
+            wrong += q[i] != (zeroed ? 0 : (unsigned char)(i * 7 + i / 4096));
+        if (zeroed)
+            for (size_t i = n; i < ((size_t)12 << 20); i++)
+                wrong += q[i] != 0;
+        CHECK(wrong == 0);
+        printf("  %s of 3 MiB grown to 12 MiB: %ld page faults (%zu pages)\n",
+               zeroed ? "calloc" : "malloc", faults, pages);
+        if (moves_out)
+            CHECK(faults < (long)pages / 8);
+        /* Grown a page at a time to 20 MiB, it moves now and then, not at every page:
+         * the kernel's layout decides where, so only a bound is checked. */
+        size_t moves = 0, steps = 0;
+        for (size_t want = ((size_t)12 << 20) + 4096; want <= ((size_t)20 << 20); want += 4096) {
+            unsigned char *r = T_REALLOC(q, want);
+            REQUIRE(r);
+            moves += r != q;
+            steps++;
+            wrong += r[n - 1] != (zeroed ? 0 : (unsigned char)((n - 1) * 7 + (n - 1) / 4096));
+            q = r;
+        }
+        printf("  then to 20 MiB by pages: %zu moves in %zu steps\n", moves, steps);
+        CHECK(wrong == 0);
+        if (moves_out)
+            CHECK(moves < steps / 64);
+        grown[zeroed] = q;
+        walls[zeroed] = wall;
+    }
+    for (int i = 0; i < 2; i++) {
+        T_FREE(grown[i]);
+        T_FREE(walls[i]);
+    }
+}
+
+static const char *program_path;
+
+static void large_block_moves_its_pages_out(void)
+{
+    if (address_space_limited())
+        return;
+    /* Under valgrind /proc/self/exe is valgrind's own program; the checks there are of
+     * the contents only, which need no fresh process. */
+    if (RUNNING_ON_VALGRIND) {
+        moves_out_in_a_fresh_process();
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        /* One report at exit per run of the program (the suite counts them). */
+        unsetenv("LFHEAP_STATS");
+        execl("/proc/self/exe", program_path, "move-out", (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* Hides where a pointer came from, so that the compiler does not take the interior
@@ -1270,6 +1384,11 @@ static void successful_calls_leave_errno_without_descriptors(void)
 
 int main(int argc, char **argv)
 {
+    program_path = argv[0];
+    if (argc > 1 && strcmp(argv[1], "move-out") == 0) {
+        RUN(moves_out_in_a_fresh_process);
+        return test_exit_status();
+    }
     if (argc > 1 && strcmp(argv[1], "errno") == 0) {
         RUN(successful_calls_leave_errno_without_descriptors);
         return test_exit_status();
@@ -1295,6 +1414,7 @@ int main(int argc, char **argv)
     RUN(large_realloc_by_a_little_stays);
     RUN(large_realloc_shrink_by_a_fifth_stays);
     RUN(mapped_block_grows_by_small_steps);
+    RUN(large_block_moves_its_pages_out);
     RUN(interior_pointers_are_ignored);
     RUN(foreign_addresses_are_refused);
     RUN(uncarved_slots_are_ignored);

@@ -286,6 +286,44 @@ static void store_slab_failure_serves_uncached(void)
     CHECK(in_child(store_slab_failure_serves_uncached_body) == 0);
 }
 
+/* ---- a large block moved out of its arena --------------------------------------- */
+
+/* The OS call of a realloc that moves a large block's pages out of its arena to fail
+ * (heap_large_move_out): 1, the move; 2, the growth of the mapping after it, which then
+ * copies the bytes back. Either way the realloc is served by a copy, every byte kept. */
+static uint64_t move_out_failing_call;
+
+static void move_out_failure_copies_instead_body(void)
+{
+    size_t n = 3 * MIB + 100;
+    unsigned char *p = lfh_malloc(n), *wall = lfh_malloc(n);
+    REQUIRE(p && wall);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 13 + i / 4096);
+    os_fault_inject(move_out_failing_call, false);
+    errno = 0;
+    unsigned char *q = lfh_realloc(p, 12 * MIB);
+    CHECK(q != NULL && errno == 0);
+    os_fault_inject(0, false);
+    struct os_fault_stats stats;
+    os_fault_stats(&stats);
+    CHECK(stats.failed == 1);
+    size_t wrong = 0;
+    for (size_t i = 0; q && i < n; i++)
+        wrong += q[i] != (unsigned char)(i * 13 + i / 4096);
+    CHECK(wrong == 0);
+    lfh_free(q);
+    lfh_free(wall);
+    lfh_malloc_trim(0);
+    CHECK(memory_is_back());
+}
+
+static void move_out_failure_copies_instead(void)
+{
+    for (move_out_failing_call = 1; move_out_failing_call <= 2; move_out_failing_call++)
+        CHECK(in_child(move_out_failure_copies_instead_body) == 0);
+}
+
 static void *allocate_and_exit(void *arg)
 {
     (void)arg;
@@ -781,12 +819,13 @@ static void do_remote(struct run *r)
 }
 
 /* Reallocates one block through every kind of block and back: small, medium, large
- * (arena chunks), huge (its own mapping: grown with mremap, shrunk in place). */
+ * (arena chunks; from 3 MiB to 20 MiB it leaves its arena by mremap when it cannot grow
+ * in place), huge (its own mapping: grown with mremap, shrunk in place). */
 static void do_realloc_journey(struct run *r)
 {
-    static const size_t sizes[] = {100,       1000,      20 * KIB, 100 * KIB, 600 * KIB,
-                                   700 * KIB, 400 * KIB, 70 * MIB, 90 * MIB,  75 * MIB,
-                                   3 * MIB,   50 * KIB,  40 * KIB, 30};
+    static const size_t sizes[] = {100,       1000,     20 * KIB, 100 * KIB, 600 * KIB, 700 * KIB,
+                                   400 * KIB, 3 * MIB,  20 * MIB, 70 * MIB,  90 * MIB,  75 * MIB,
+                                   3 * MIB,   50 * KIB, 40 * KIB, 30};
     int index = r->count;
     do_malloc(r, 24);
     if (r->count == index)
@@ -1245,6 +1284,7 @@ int main(int argc, char **argv)
     RUN(decommits_refused_keep_runs_dirty);
     RUN(descriptor_chunk_failure_loses_nothing);
     RUN(store_slab_failure_serves_uncached);
+    RUN(move_out_failure_copies_instead);
     RUN(trim_returns_orphaned_caches);
     RUN(concurrent_failures_corrupt_nothing);
     RUN(reference_workload_succeeds);
