@@ -23,8 +23,21 @@
 
 /* ---- queries ---------------------------------------------------------------------- */
 
+#if STATS_COUNTING
+/* A live figure: what came in less what went out, 0 if more went out. Each sum is exact,
+ * but the two are read one block after the other while threads run, and a block freed
+ * between the reads counts out and not in: bytes_in_use read as 2^64 less 291 MB (found by
+ * an outside tester: 4 of 200,000 reads while 3 threads allocated and freed). A thread's
+ * own block (heap_stats) also counts the frees of blocks other threads allocated. */
+static uint64_t live(uint64_t in, uint64_t out)
+{
+    return in > out ? in - out : 0;
+}
+#endif
+
 /* Fills `s` from every thread's counters, or from `only`'s (heap_stats): the counts
- * since malloc_stats_clear, and the live figures as differences of whole counts. */
+ * since malloc_stats_clear, and the live figures as differences of whole counts (at
+ * least 0: live). */
 static void stats_fill(struct lfh_stats *s, struct stats_block *only)
 {
     memset(s, 0, sizeof *s);
@@ -45,7 +58,7 @@ static void stats_fill(struct lfh_stats *s, struct stats_block *only)
         stats_sum_all(whole, false);
         stats_sum_all(c, true);
     }
-    s->request_in_use = whole[STATS_REQUEST_IN] - whole[STATS_REQUEST_OUT];
+    s->request_in_use = live(whole[STATS_REQUEST_IN], whole[STATS_REQUEST_OUT]);
 #if STATS_ENABLED
     for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++) {
         struct lfh_stats_calls *calls = &s->routine[r];
@@ -74,21 +87,21 @@ static void stats_fill(struct lfh_stats *s, struct stats_block *only)
     s->threads_exited = s->caches_orphaned + s->caches_flushed;
     s->superblocks_created = c[STATS_SUPERBLOCKS_CREATED];
     s->superblocks_released = c[STATS_SUPERBLOCKS_RELEASED];
-    s->superblocks_live = whole[STATS_SUPERBLOCKS_CREATED] - whole[STATS_SUPERBLOCKS_RELEASED];
+    s->superblocks_live = live(whole[STATS_SUPERBLOCKS_CREATED], whole[STATS_SUPERBLOCKS_RELEASED]);
     s->large_allocated = c[STATS_LARGE_ALLOCATED];
     s->large_freed = c[STATS_LARGE_FREED];
-    s->large_live = whole[STATS_LARGE_ALLOCATED] - whole[STATS_LARGE_FREED];
-    s->large_live_bytes = whole[STATS_LARGE_BYTES_IN] - whole[STATS_LARGE_BYTES_OUT];
+    s->large_live = live(whole[STATS_LARGE_ALLOCATED], whole[STATS_LARGE_FREED]);
+    s->large_live_bytes = live(whole[STATS_LARGE_BYTES_IN], whole[STATS_LARGE_BYTES_OUT]);
     s->huge_allocated = c[STATS_HUGE_ALLOCATED];
     s->huge_freed = c[STATS_HUGE_FREED];
-    s->huge_live = whole[STATS_HUGE_ALLOCATED] - whole[STATS_HUGE_FREED];
-    s->huge_live_bytes = whole[STATS_HUGE_BYTES_IN] - whole[STATS_HUGE_BYTES_OUT];
+    s->huge_live = live(whole[STATS_HUGE_ALLOCATED], whole[STATS_HUGE_FREED]);
+    s->huge_live_bytes = live(whole[STATS_HUGE_BYTES_IN], whole[STATS_HUGE_BYTES_OUT]);
     /* Every block handed out is some routine's alloc_bytes; every block taken back is
      * free's or a resizing routine's. */
     uint64_t handed_out = 0;
     for (unsigned r = 0; r < LFH_STATS_ROUTINES; r++)
         handed_out += whole[STATS_ROUTINE(r, STATS_ALLOC_BYTES)];
-    s->bytes_in_use = handed_out - whole[STATS_FREE_ALLOC_BYTES] - whole[STATS_RESIZED_OUT];
+    s->bytes_in_use = live(handed_out, whole[STATS_FREE_ALLOC_BYTES] + whole[STATS_RESIZED_OUT]);
 #endif
 #else
     (void)only;
