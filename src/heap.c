@@ -239,10 +239,13 @@ static inline _Atomic uint64_t *partial_shard(unsigned cls, uint64_t tid)
  * only picks between a move and a copy, both correct; a raise lost to a racing one is
  * made again at the next such free. */
 static _Atomic size_t move_out_min = MOVE_OUT_MIN;
+/* The raise stops there (glibc's own ceiling): bigger blocks cost more to copy than to
+ * fault in again, and one freed block of 60 MiB would have kept every later one in. */
+#define MOVE_OUT_MAX ((size_t)32 << 20)
 
 static void move_out_raise(size_t freed)
 {
-    if (freed >= atomic_load_explicit(&move_out_min, memory_order_relaxed))
+    if (freed >= atomic_load_explicit(&move_out_min, memory_order_relaxed) && freed < MOVE_OUT_MAX)
         atomic_store_explicit(&move_out_min, freed + OS_PAGE_SIZE, memory_order_relaxed);
 }
 
@@ -705,8 +708,10 @@ static void *mapping_resize(struct descriptor *d, size_t bytes, size_t align)
      * a mapping into the highest gap that fits, often the hole an earlier move left just
      * as big, and a block grown a page at a time went back and forth between two such
      * holes at every page (to 64 MiB by 16 bytes: 5,600 moves in 6 s). The room after it
-     * lets it grow where it is until another mapping takes the room. */
-    char *dest = bytes <= SIZE_MAX / 2 ? mapcache_map(2 * bytes, align) : NULL;
+     * lets it grow where it is until another mapping takes the room. Refused (a limit on
+     * the address space), the block's size alone, the kept mappings given back first if
+     * need be (mapcache_map): not for the room's sake. */
+    char *dest = bytes <= SIZE_MAX / 2 ? os_map(2 * bytes, align) : NULL;
     if (dest)
         os_unmap(dest + bytes, bytes);
     else

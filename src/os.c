@@ -462,7 +462,13 @@ static _Atomic bool move_out_unknown;
 
 static char *move_out(void *old, size_t size, size_t new_size)
 {
-    if (atomic_load_explicit(&move_out_unknown, memory_order_relaxed) || os_fault())
+    /* The kernel clears the lock of the mapping the pages leave, here a whole arena,
+     * without a word: a process that locked its memory (mlockall) found every other block
+     * of the arena swappable after one move. It copies, as before; one read of
+     * /proc/self/status costs less than a copy of 2 MiB. A lock taken between the read
+     * and the move is not seen (docs/ARCHITECTURE.md). */
+    if (atomic_load_explicit(&move_out_unknown, memory_order_relaxed) || os_fault() ||
+        platform_memory_locked())
         return NULL;
     os_count(STATS_MREMAP_CALLS, size);
     bool unknown_flag;

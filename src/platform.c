@@ -97,28 +97,49 @@ static void file_close(int fd)
     syscall(SYS_close, fd);
 }
 
-int platform_thread_seccomp(void)
+/* The number after `key` (which starts with its only newline) in a /proc status file:
+ * -1 if the file or the key is missing, -2 if no digit follows it. Read 256 bytes at a
+ * time: the caller may run on a small stack (a signal handler's alternate one). */
+static long status_number(const char *path, const char *key, size_t key_length)
 {
-    static const char key[] = "\nSeccomp:\t";
-    int fd = file_open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC, 0);
+    int fd = file_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     char buf[256];
     size_t matched = 0;
-    int mode = -1;
+    long number = -1;
+    bool digits = false, done = false;
     long got;
-    while (mode < 0 && (got = file_read(fd, buf, sizeof buf)) > 0)
-        for (long i = 0; i < got; i++) {
-            if (matched == sizeof key - 1) {
-                mode = buf[i] >= '0' && buf[i] <= '9' ? buf[i] - '0' : 9;
-                break;
+    while (!done && (got = file_read(fd, buf, sizeof buf)) > 0)
+        for (long i = 0; i < got && !done; i++) {
+            if (matched < key_length) {
+                /* A mismatch restarts the match at a newline, or before the key. */
+                matched = buf[i] == key[matched] ? matched + 1 : buf[i] == '\n';
+                continue;
             }
-            /* The key starts with its only newline: a mismatch restarts the match at a
-             * newline, or before the key. */
-            matched = buf[i] == key[matched] ? matched + 1 : buf[i] == '\n';
+            if (buf[i] >= '0' && buf[i] <= '9') {
+                number = (digits ? number * 10 : 0) + (buf[i] - '0');
+                digits = true;
+            } else if (digits || (buf[i] != ' ' && buf[i] != '\t')) {
+                done = true;
+                number = digits ? number : -2;
+            }
         }
     file_close(fd);
-    return mode;
+    return number;
+}
+
+int platform_thread_seccomp(void)
+{
+    static const char key[] = "\nSeccomp:\t";
+    long mode = status_number("/proc/thread-self/status", key, sizeof key - 1);
+    return mode == -1 ? -1 : mode < 0 || mode > 9 ? 9 : (int)mode;
+}
+
+bool platform_memory_locked(void)
+{
+    static const char key[] = "\nVmLck:\t";
+    return status_number("/proc/self/status", key, sizeof key - 1) != 0;
 }
 
 bool platform_resident(const void *addr, size_t size, unsigned char *vec)

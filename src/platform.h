@@ -105,6 +105,11 @@ bool platform_advise_huge(void *addr, size_t size);
  * MREMAP_FIXED); false on failure, and then both mappings are as they were. */
 bool platform_move(void *old, size_t old_size, void *dest, size_t new_size);
 
+/* Whether the process has memory locked (mlock, mlockall: VmLck in /proc/self/status
+ * not 0), or cannot tell (no /proc, a sandbox): platform_move_out would unlock the whole
+ * mapping it moves pages out of. */
+bool platform_memory_locked(void);
+
 /* Moves the pages of [addr, addr + size) to a mapping of their own where the kernel
  * chooses (mremap with MREMAP_DONTUNMAP): the old range stays mapped and reads as zeros,
  * none of its pages resident. NULL on failure, and then nothing moved; errno kept.

@@ -11,7 +11,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -835,7 +837,80 @@ static void moves_out_in_a_fresh_process(void)
     }
 }
 
+/* Whether the mapping that holds `addr` is locked in memory ("lo" among its VmFlags in
+ * /proc/self/smaps); false if it cannot tell. */
+static bool mapping_locked(const void *addr)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return false;
+    char line[512];
+    bool inside = false, locked = false;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long from, to;
+        if (sscanf(line, "%lx-%lx ", &from, &to) == 2 && strchr(line, ':') != line)
+            inside = (uintptr_t)addr >= from && (uintptr_t)addr < to;
+        else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            locked = strstr(line, " lo") != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return locked;
+}
+
+/* A process that locked its memory: the kernel would unlock the whole mapping a block's
+ * pages leave by mremap (the arena), so the block is copied instead and its neighbours
+ * stay locked. Skipped where mlockall is refused (no CAP_IPC_LOCK, a small
+ * RLIMIT_MEMLOCK) or locks nothing. */
+static void locked_memory_stays_locked(void)
+{
+    if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+        printf("  skipped: mlockall refused (%s)\n", strerror(errno));
+        return;
+    }
+    size_t n = ((size_t)3 << 20) + 100;
+    unsigned char *p = T_MALLOC(n), *wall = T_MALLOC(n);
+    REQUIRE(p && wall);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(i * 7 + i / 4096);
+    if (!mapping_locked(wall)) {
+        /* AddressSanitizer's mlockall does nothing. */
+        printf("  skipped: mlockall locked nothing\n");
+        T_FREE(p);
+        T_FREE(wall);
+        return;
+    }
+    unsigned char *q = T_REALLOC(p, (size_t)12 << 20);
+    REQUIRE(q);
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; i++)
+        wrong += q[i] != (unsigned char)(i * 7 + i / 4096);
+    CHECK(wrong == 0);
+    CHECK(mapping_locked(wall));
+    T_FREE(q);
+    T_FREE(wall);
+    munlockall();
+}
+
 static const char *program_path;
+
+/* Runs this program again with `mode` (main) in a child: a process of its own. */
+static void run_fresh(const char *mode)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        /* One report at exit per run of the program (the suite counts them). */
+        unsetenv("LFHEAP_STATS");
+        execl("/proc/self/exe", program_path, mode, (char *)NULL);
+        _exit(127);
+    }
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
 
 static void large_block_moves_its_pages_out(void)
 {
@@ -847,18 +922,8 @@ static void large_block_moves_its_pages_out(void)
         moves_out_in_a_fresh_process();
         return;
     }
-    fflush(stdout);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        /* One report at exit per run of the program (the suite counts them). */
-        unsetenv("LFHEAP_STATS");
-        execl("/proc/self/exe", program_path, "move-out", (char *)NULL);
-        _exit(127);
-    }
-    int status;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    run_fresh("move-out");
+    run_fresh("move-out-locked");
 }
 
 /* Hides where a pointer came from, so that the compiler does not take the interior
@@ -1387,6 +1452,10 @@ int main(int argc, char **argv)
     program_path = argv[0];
     if (argc > 1 && strcmp(argv[1], "move-out") == 0) {
         RUN(moves_out_in_a_fresh_process);
+        return test_exit_status();
+    }
+    if (argc > 1 && strcmp(argv[1], "move-out-locked") == 0) {
+        RUN(locked_memory_stays_locked);
         return test_exit_status();
     }
     if (argc > 1 && strcmp(argv[1], "errno") == 0) {
