@@ -225,19 +225,17 @@ static inline _Atomic uint64_t *partial_shard(unsigned cls, uint64_t tid)
 
 /* ---- superblocks ------------------------------------------------------------------ */
 
-/* Gives back the pages of a large block, whose first page holds its page-map entry. */
 /* Blocks of an arena from this size on leave it when they must move to grow
  * (heap_large_move_out). Below it a copy costs about what the two mremap calls do. */
 #define MOVE_OUT_MIN ((size_t)2 << 20)
 
 /* A block that left its arena gives its pages to the kernel at its free, where a freed run
  * is reused resident: a program that grows a buffer and frees it again and again would
- * fault its pages in at every round (sqlite3's sorter, doubling a buffer to 8 MiB for
- * each sort: 12.1 k faults against 10.1 k). So the first such free raises the size from
- * which blocks leave past its own, as glibc raises its mmap threshold to the size of a
- * freed mapped chunk: the next rounds grow in their runs again. Relaxed: a threshold that
- * only picks between a move and a copy, both correct; a raise lost to a racing one is
- * made again at the next such free. */
+ * fault its pages in at every round. So the first such free raises the size from which
+ * blocks leave past its own, as glibc raises its mmap threshold to the size of a freed
+ * mapped chunk: the next rounds grow in their runs again. Relaxed: a threshold that only
+ * picks between a move and a copy, both correct; a raise lost to a racing one is made
+ * again at the next such free. */
 static _Atomic size_t move_out_min = MOVE_OUT_MIN;
 /* The raise stops there (glibc's own ceiling): bigger blocks cost more to copy than to
  * fault in again, and one freed block of 60 MiB would have kept every later one in. */
@@ -249,6 +247,7 @@ static void move_out_raise(size_t freed)
         atomic_store_explicit(&move_out_min, freed + OS_PAGE_SIZE, memory_order_relaxed);
 }
 
+/* Gives back the pages of a large block, whose first page holds its page-map entry. */
 static void large_pages_release(char *start, size_t size, bool os_backed, bool guarded)
 {
     /* Clear the map first: once the pages are unmapped another mapping may take their
