@@ -464,11 +464,11 @@ static char *move_out(void *old, size_t size, size_t new_size)
 {
     /* The kernel clears the lock of the mapping the pages leave, here a whole arena,
      * without a word: a process that locked its memory (mlockall) found every other block
-     * of the arena swappable after one move. It copies, as before; one read of
-     * /proc/self/status costs less than a copy of 2 MiB. A lock taken between the read
-     * and the move is not seen (docs/ARCHITECTURE.md). */
+     * of the arena swappable after one move. A block in a locked mapping is copied, as
+     * before; the probe of one page costs less than a copy of 2 MiB. A lock taken between
+     * the probe and the move is not seen (docs/ARCHITECTURE.md). */
     if (atomic_load_explicit(&move_out_unknown, memory_order_relaxed) || os_fault() ||
-        platform_memory_locked())
+        platform_mapping_locked(old))
         return NULL;
     os_count(STATS_MREMAP_CALLS, size);
     bool unknown_flag;

@@ -136,10 +136,16 @@ int platform_thread_seccomp(void)
     return mode == -1 ? -1 : mode < 0 || mode > 9 ? 9 : (int)mode;
 }
 
-bool platform_memory_locked(void)
+#ifndef MADV_COLD
+#define MADV_COLD 20 /* Linux 5.4; older kernels refuse it, which counts as locked */
+#endif
+
+bool platform_mapping_locked(const void *addr)
 {
-    static const char key[] = "\nVmLck:\t";
-    return status_number("/proc/self/status", key, sizeof key - 1) != 0;
+    int saved_errno = errno;
+    bool refused = madvise((void *)addr, PLATFORM_PAGE_SIZE, MADV_COLD) != 0;
+    errno = saved_errno;
+    return refused;
 }
 
 bool platform_resident(const void *addr, size_t size, unsigned char *vec)

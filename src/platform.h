@@ -105,10 +105,12 @@ bool platform_advise_huge(void *addr, size_t size);
  * MREMAP_FIXED); false on failure, and then both mappings are as they were. */
 bool platform_move(void *old, size_t old_size, void *dest, size_t new_size);
 
-/* Whether the process has memory locked (mlock, mlockall: VmLck in /proc/self/status
- * not 0), or cannot tell (no /proc, a sandbox): platform_move_out would unlock the whole
- * mapping it moves pages out of. */
-bool platform_memory_locked(void);
+/* Whether the mapping that holds the page at `addr` (page-aligned) is locked in memory (mlock,
+ * mlockall), or the kernel cannot tell: platform_move_out would unlock that whole mapping.
+ * One madvise(MADV_COLD) of the page, which the kernel refuses for a locked mapping and
+ * otherwise only ages the page: no file is opened, so a seccomp filter that kills on
+ * openat does not see it. errno kept. */
+bool platform_mapping_locked(const void *addr);
 
 /* Moves the pages of [addr, addr + size) to a mapping of their own where the kernel
  * chooses (mremap with MREMAP_DONTUNMAP): the old range stays mapped and reads as zeros,
