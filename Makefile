@@ -183,7 +183,11 @@ $(BUILD)/t-plain/%: tests/%.c $(wildcard tests/*.h)
 TEST_BINS :=
 include $(wildcard mk/*.mk)
 
-test: all $(TEST_BINS)
+# Builds with one compile per CPU unless the command line chose (-j), then runs the suites
+# side by side (tests/run.sh).
+test:
+	@case " $(MAKEFLAGS) " in *" -j"*) $(MAKE) test-bins ;; \
+	*) $(MAKE) -j"$$(nproc 2>/dev/null || echo 1)" test-bins ;; esac
 	bash tests/run.sh
 
 # Every library and test program, built and not run (`make lint` builds them with clang).
