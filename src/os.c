@@ -373,6 +373,20 @@ static long decommit_ranges_call(const struct iovec *ranges, unsigned count)
  * system calls that read the thread's seccomp mode (about 5 us). */
 #define RANGES_MIN 3
 
+/* process_madvise(MADV_DONTNEED) on the calling thread needs Linux 6.15 (6.13 for the
+ * advice on the caller's own memory, 6.15 for PIDFD_SELF_THREAD). An older kernel, told
+ * by the vDSO without a system call, is never asked, so the seccomp mode is never read
+ * either: that read opens a file, which a sandbox may kill the process for. A version it
+ * cannot tell is asked once, and its refusal remembered, as on any kernel. */
+static bool ranges_kernel_new_enough(void)
+{
+    uint32_t version = platform_kernel_version();
+    if (version == 0 || version >= PLATFORM_KERNEL(6, 15))
+        return true;
+    atomic_store_explicit(&ranges_refused, true, memory_order_relaxed);
+    return false;
+}
+
 void os_decommit_ranges(const struct iovec *ranges, unsigned count, bool *clean)
 {
     unsigned done = 0;
@@ -380,7 +394,7 @@ void os_decommit_ranges(const struct iovec *ranges, unsigned count, bool *clean)
      * A seccomp filter may kill the process for it, so a filtered thread never makes it;
      * the mode is read each time, as a filter can come at any moment. */
     if (count >= RANGES_MIN && !atomic_load_explicit(&ranges_refused, memory_order_relaxed) &&
-        !vgclient_running()) {
+        !vgclient_running() && ranges_kernel_new_enough()) {
         int saved_errno = errno;
         if (platform_thread_seccomp() == 0 && !os_fault()) {
             size_t total = 0;

@@ -4,8 +4,10 @@
  */
 #include "platform.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -127,6 +129,38 @@ static long status_number(const char *path, const char *key, size_t key_length)
         }
     file_close(fd);
     return number;
+}
+
+uint32_t platform_kernel_version(void)
+{
+    const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+    if (!base || memcmp(base, ELFMAG, SELFMAG) != 0)
+        return 0;
+    const ElfW(Ehdr) *header = (const ElfW(Ehdr) *)(const void *)base;
+    const ElfW(Phdr) *segments = (const ElfW(Phdr) *)(const void *)(base + header->e_phoff);
+    for (unsigned i = 0; i < header->e_phnum; i++) {
+        if (segments[i].p_type != PT_NOTE)
+            continue;
+        /* The vDSO is mapped whole, from its first byte: offsets are from base. */
+        const unsigned char *note = base + segments[i].p_offset;
+        const unsigned char *end = note + segments[i].p_filesz;
+        while ((size_t)(end - note) >= sizeof(ElfW(Nhdr))) {
+            const ElfW(Nhdr) *entry = (const ElfW(Nhdr) *)(const void *)note;
+            const unsigned char *name = note + sizeof *entry;
+            const unsigned char *desc = name + ((entry->n_namesz + 3u) & ~3u);
+            const unsigned char *next = desc + ((entry->n_descsz + 3u) & ~3u);
+            if (next > end)
+                break;
+            if (entry->n_type == 0 && entry->n_namesz == sizeof "Linux" &&
+                memcmp(name, "Linux", sizeof "Linux") == 0 && entry->n_descsz >= 4) {
+                uint32_t version;
+                memcpy(&version, desc, sizeof version);
+                return version;
+            }
+            note = next;
+        }
+    }
+    return 0;
 }
 
 int platform_thread_seccomp(void)

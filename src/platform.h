@@ -82,6 +82,13 @@ bool platform_decommit(void *addr, size_t size);
  * seccomp filter). */
 long platform_decommit_ranges(const struct iovec *ranges, unsigned count);
 
+/* The running kernel's version as (major << 16) | (minor << 8) | patch (the patch level
+ * at most 255), read from the version note of the vDSO the kernel maps into every
+ * process: no system call, so a seccomp filter never sees it. 0 if there is none. */
+uint32_t platform_kernel_version(void);
+
+#define PLATFORM_KERNEL(major, minor) (((uint32_t)(major) << 16) | ((uint32_t)(minor) << 8))
+
 /* The calling thread's seccomp mode, read from /proc/thread-self/status: 0 without a
  * filter, 1 strict, 2 filtered; -1 if it cannot be read (no /proc, no descriptor left).
  * Raw system calls, so that no cancellation point is crossed. */

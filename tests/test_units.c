@@ -7,6 +7,7 @@
 #include "heap.h"
 #include "os.h"
 #include "pagemap.h"
+#include "platform.h"
 #include "sizeclass.h"
 #include "tcache.h"
 #include "testutil.h"
@@ -15,7 +16,30 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/utsname.h>
+
+/* The kernel's version read from the vDSO's note (no system call) is the one uname
+ * reports, major and minor (distributions number the patch level their own way). Where
+ * the kernel maps no vDSO the version is unknown (0), and process_madvise is tried once
+ * (src/os.c). */
+static void kernel_version_from_the_vdso(void)
+{
+    struct utsname name;
+    REQUIRE(uname(&name) == 0);
+    unsigned major = 0, minor = 0;
+    REQUIRE(sscanf(name.release, "%u.%u", &major, &minor) == 2);
+    uint32_t version = platform_kernel_version();
+    printf("  uname %s, vDSO note %u.%u.%u\n", name.release, version >> 16, (version >> 8) & 255,
+           version & 255);
+    if (getauxval(AT_SYSINFO_EHDR) == 0) {
+        CHECK(version == 0);
+        return;
+    }
+    CHECK(version >> 16 == major);
+    CHECK(((version >> 8) & 255) == minor);
+}
 
 static void sizeclass_series(void)
 {
@@ -497,5 +521,6 @@ int main(void)
     RUN(heap_concurrent_invariants);
     RUN(heap_empty_while_on_partial_stack);
     RUN(large_blocks);
+    RUN(kernel_version_from_the_vdso);
     return test_exit_status();
 }
