@@ -194,13 +194,14 @@ test:
 test-bins: all $(TEST_BINS)
 
 # Everything `make test` runs, plus the suites' long variants (LFHEAP_TEST_LONG).
+# The long variants are stress runs sized for the whole machine: one suite at a time.
 test-long: all $(TEST_BINS)
-	LFHEAP_TEST_LONG=1 bash tests/run.sh
+	LFHEAP_TEST_LONG=1 LFHEAP_TEST_JOBS=1 bash tests/run.sh
 
 # Only the suites that have long variants, in their long form: what `make test-long` adds
 # to `make test` (CI runs it after `make test`).
 test-long-variants: all $(TEST_BINS)
-	LFHEAP_TEST_LONG=1 bash tests/run.sh park signals
+	LFHEAP_TEST_LONG=1 LFHEAP_TEST_JOBS=1 bash tests/run.sh park signals
 
 # Other allocators' own tests (glibc's malloc tests, mimalloc's and gperftools') under
 # lfheap's release, debug and secure builds, against tests/peers/expected.txt
