@@ -383,6 +383,8 @@ static bool ranges_kernel_new_enough(void)
     uint32_t version = platform_kernel_version();
     if (version == 0 || version >= PLATFORM_KERNEL(6, 15))
         return true;
+    /* Relaxed, as every store of the flag: it guards only a choice between two correct
+     * ways to decommit, and a thread that does not see it yet reads the version again. */
     atomic_store_explicit(&ranges_refused, true, memory_order_relaxed);
     return false;
 }
