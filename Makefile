@@ -183,11 +183,12 @@ $(BUILD)/t-plain/%: tests/%.c $(wildcard tests/*.h)
 TEST_BINS :=
 include $(wildcard mk/*.mk)
 
-# Builds with one compile per CPU unless the command line chose (-j), then runs the suites
-# side by side (tests/run.sh).
+# One compile per CPU for a sub-make, unless the command line chose (-j).
+PARALLEL = $$(case " $(MAKEFLAGS) " in *" -j"*) ;; *) echo -j$$(nproc 2>/dev/null || echo 1) ;; esac)
+
+# Builds in parallel, then runs the suites side by side (tests/run.sh).
 test:
-	@case " $(MAKEFLAGS) " in *" -j"*) $(MAKE) test-bins ;; \
-	*) $(MAKE) -j"$$(nproc 2>/dev/null || echo 1)" test-bins ;; esac
+	$(MAKE) $(PARALLEL) test-bins
 	bash tests/run.sh
 
 # Every library and test program, built and not run (`make lint` builds them with clang).
@@ -221,7 +222,7 @@ LINT_CONFIGS = $(sort $(foreach v,$(VARIANTS) $(PARK_VARIANTS),$(subst $(space),
 space := $(subst ,, )
 lint:
 	bash tests/layers.sh
-	$(MAKE) --no-print-directory -s CC=clang BUILD=$(BUILD)/lint-clang test-bins
+	$(MAKE) --no-print-directory -s $(PARALLEL) CC=clang BUILD=$(BUILD)/lint-clang test-bins
 	clang-format --dry-run -Werror src/*.c src/*.h include/*.h tests/*.c tests/*.cc tests/*.h \
 	    bench/*.c bench/*.cc bench/*.h
 	for config in $(LINT_CONFIGS); do \

@@ -37,8 +37,7 @@ jobs=${LFHEAP_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
 
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
-started=()   # suites started and not yet reported
-running=0
+started=() # suites started and not yet reported
 
 # Runs one suite in the background; its output and then "status seconds" land in
 # $results, the status file last (by rename), so that a status file means a finished suite.
@@ -52,7 +51,6 @@ start_suite() {
         mv "$results/$name.tmp" "$results/$name.status"
     ) &
     started+=("$name")
-    running=$((running + 1))
 }
 
 # Reports every started suite that has finished, in the order they were started.
@@ -75,7 +73,6 @@ report_finished() {
         fi
         pass=$((pass + p))
         fail=$((fail + f))
-        running=$((running - 1))
     done
     started=("${left[@]+"${left[@]}"}")
 }
@@ -88,13 +85,12 @@ wait_and_report() {
     # Checked before the report: a runner that ended by then has left its status.
     [ -z "$(jobs -pr)" ] && none_left=1
     report_finished
-    if [ "$running" -gt 0 ] && [ -n "$none_left" ]; then
+    if [ "${#started[@]}" -gt 0 ] && [ -n "$none_left" ]; then
         for name in "${started[@]}"; do
             echo "FAIL $name.sh (suite's runner ended without a status)"
             fail=$((fail + 1))
         done
         started=()
-        running=0
     fi
 }
 
@@ -104,12 +100,12 @@ for suite in "${suites[@]}"; do
         fail=$((fail + 1))
         continue
     fi
-    while [ "$running" -ge "$jobs" ]; do
+    while [ "${#started[@]}" -ge "$jobs" ]; do
         wait_and_report
     done
     start_suite "$suite"
 done
-while [ "$running" -gt 0 ]; do
+while [ "${#started[@]}" -gt 0 ]; do
     wait_and_report
 done
 echo "# all suites took $SECONDS s ($jobs at a time)"
