@@ -1719,23 +1719,31 @@ static char *dirty_extended(unsigned cls)
 
 /* Before a fresh run, whose pages the block will fault in: runs waiting dirty are a bet
  * that their classes are asked for again within the purge delay, and when they are
- * more than a quarter of the runs held (and at least DIRTY_PRESSURE_MIN) the bet is
- * losing: the program's blocks have moved to other classes, and the resident size grows
- * by every fresh run while the dirty ones wait out their delay (sqlite3 building an
- * index: 16 MiB of its 62 MiB peak). Then the runs that waited DIRTY_PRESSURE_SHARE of
- * the delay (16 ms of the default 250) go back at once, through the same CAS on the last
- * purge time as the slow paths' purge, so at most one walk of the stacks per that time.
- * A share of an eighth of the delay left sqlite3 at 54 MiB. A thirty-second gave back,
- * on a busy machine, the buffer that sqlite3's next sort was about to reuse (its peak
- * 56-59 MiB in 18 of 25 runs beside three busy loops, against 1 of 25 with a sixteenth);
- * docs/BENCHMARKS.md has the measurements. Relaxed loads: a glance, as in mostly_dirty. */
-#define DIRTY_PRESSURE_MIN   ((size_t)4 << 20)
-#define DIRTY_PRESSURE_SHARE 16 /* the delay's share that runs wait under pressure: 1/16 */
-static void purge_if_pressed(uint32_t now)
+ * more than a part of the runs held (and at least DIRTY_PRESSURE_MIN) the bet is losing:
+ * the program's blocks have moved to other classes, and the resident size grows by every
+ * fresh run while the dirty ones wait out their delay (sqlite3 building an index: 16 MiB
+ * of its 62 MiB peak). Then the runs that waited DIRTY_PRESSURE_SHARE of the delay (16 ms
+ * of the default 250) go back at once, through the same CAS on the last purge time as
+ * the slow paths' purge, so at most one walk of the stacks per that time. A share of an
+ * eighth of the delay left sqlite3 at 54 MiB. A thirty-second gave back, on a busy
+ * machine, the buffer that sqlite3's next sort was about to reuse (its peak 56-59 MiB in
+ * 18 of 25 runs beside three busy loops, against 1 of 25 with a sixteenth).
+ * The part is a quarter before a large run, whose class may be the one waiting, and an
+ * eighth before a superblock's chunk, which a waiting large run serves only merged: with
+ * a quarter, dpkg -S kept its freed 4 MiB read buffer, a fifth of what it held, resident
+ * beside the 8 KiB blocks that came next (a peak of 37 MiB against 33, glibc's 31); with
+ * an eighth before large runs too, bench/pool-rebuild faulted more (a median of 130 k
+ * pages against 114 k, in runs that spread over 77-248 k). docs/BENCHMARKS.md has the
+ * measurements. Relaxed loads: a glance, as in mostly_dirty. */
+#define DIRTY_PRESSURE_MIN             ((size_t)4 << 20)
+#define DIRTY_PRESSURE_PART_SUPERBLOCK 8  /* before a superblock's chunk: an eighth */
+#define DIRTY_PRESSURE_PART_LARGE      4  /* before a large block's run: a quarter */
+#define DIRTY_PRESSURE_SHARE           16 /* the delay's share that runs wait under pressure: 1/16 */
+static void purge_if_pressed(uint32_t now, unsigned part)
 {
     size_t dirty = dirty_bytes();
     if (dirty < DIRTY_PRESSURE_MIN ||
-        dirty <= atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / 4 ||
+        dirty <= atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / part ||
         purge_regretted(&pressure_score, now))
         return;
     uint32_t delay = purge_delay() / DIRTY_PRESSURE_SHARE;
@@ -1781,9 +1789,9 @@ static char *fresh_run(unsigned *cls)
  * arena_alloc_large); a fresh run. *cls says which class the run has. A fresh run of a
  * class smaller than its chunk is carved out of a fresh chunk; if other threads keep
  * taking parts of the chunks meanwhile, after RUN_ATTEMPTS the chunk is kept whole, so
- * that nobody retries forever. */
+ * that nobody retries forever. Before a fresh run, purge_if_pressed with pressure_part. */
 static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned last_dirty,
-                             bool extend)
+                             bool extend, unsigned pressure_part)
 {
     arena_tick();
     *zeroed = false;
@@ -1802,7 +1810,7 @@ static void *arena_alloc_run(unsigned *cls, bool *zeroed, size_t size, unsigned 
         purge_score_fresh(&exit_score, now, first, last_dirty, class_size(first));
         purge_score_fresh(&pressure_score, now, first, last_dirty, class_size(first));
         purge_score_fresh(&short_delay_score, now, first, last_dirty, class_size(first));
-        purge_if_pressed(now);
+        purge_if_pressed(now, pressure_part);
         run = fresh_run(cls);
         if (run) {
             bytes_add(&run_bytes.held, class_size(*cls));
@@ -1831,7 +1839,7 @@ void *arena_alloc(size_t size, bool *zeroed, size_t *chunk_size)
         while (last + 1 < ARENA_CLASSES &&
                class_size(last + 1) <= ARENA_SUPERBLOCK_REUSE_MAX * chunk)
             last++;
-    void *p = arena_alloc_run(&cls, zeroed, chunk, last, false);
+    void *p = arena_alloc_run(&cls, zeroed, chunk, last, false, DIRTY_PRESSURE_PART_SUPERBLOCK);
     *chunk_size = class_size(cls);
     return p;
 }
@@ -1849,7 +1857,7 @@ void *arena_alloc_large(size_t size, bool *zeroed, size_t *chunk_size)
      * (docs/ARCHITECTURE.md, "Runs"). */
     while (last + 1 < ARENA_CLASSES && class_size(last + 1) <= ARENA_LARGE_REUSE_MAX * size)
         last++;
-    void *p = arena_alloc_run(&cls, zeroed, size, last, true);
+    void *p = arena_alloc_run(&cls, zeroed, size, last, true, DIRTY_PRESSURE_PART_LARGE);
     *chunk_size = class_size(cls);
     /* A freed run bigger than a fresh run would be: the block gets a fresh run's extent,
      * and the tail's pages go back if it lives a purge delay (tails, above). A run up to a

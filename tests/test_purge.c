@@ -18,6 +18,17 @@
  * that waited 200 ms go back before the new blocks fault their pages in, so the
  * resident size does not hold both (arena.c, purge_if_pressed).
  *
+ * `test_purge buffer` (run with a purge delay of 1.6 s, whose 1/16 is 100 ms): a program
+ * holds 16 MiB of 8 KiB blocks, frees a 4 MiB buffer it wrote, waits 150 ms and goes on
+ * with 12 MiB more of 8 KiB blocks, as dpkg does with the buffer it read its file list
+ * into. The freed run is a fifth of what lfheap holds, below the quarter that made a
+ * fresh chunk merge it until 2026-12-07, so the new superblocks faulted in fresh pages
+ * while the buffer's stayed resident for the whole delay (dpkg -S: 37 MiB of peak
+ * resident size against glibc's 31). Now the run goes back to its buddy still resident
+ * (arena.c, purge_if_pressed) and the new superblocks take its pages: most of the new
+ * blocks lie in the buffer's range, and the resident size grows by less than the new
+ * blocks' 12 MiB.
+ *
  * `test_purge superblocks` (run with a purge delay of 3.2 s too): the pressure purge
  * gives back freed superblocks' chunks, and then the program takes fresh large runs of
  * the same sizes. That purge was not regretted, since the superblocks' pages were small
@@ -609,6 +620,50 @@ static void superblocks_take_freed_runs(void)
     }
 }
 
+enum { BUF_SMALL = 8 << 10, BUF_BEFORE = 16 << 20, BUF_AFTER = 12 << 20, BUF_SIZE = 4 << 20 };
+static unsigned char *buf_blocks[(BUF_BEFORE + BUF_AFTER) / BUF_SMALL];
+
+static void freed_buffer_serves_new_superblocks(void)
+{
+    const size_t before = BUF_BEFORE / BUF_SMALL, all = before + BUF_AFTER / BUF_SMALL;
+    for (size_t i = 0; i < before; i++) {
+        buf_blocks[i] = malloc(BUF_SMALL);
+        REQUIRE(buf_blocks[i]);
+        memset(buf_blocks[i], (int)(i & 0xff), BUF_SMALL);
+    }
+    char *buffer = malloc(BUF_SIZE);
+    REQUIRE(buffer);
+    memset(buffer, 0x5a, BUF_SIZE);
+    long held = test_rss_kib();
+    free(buffer);
+    /* Past the pressure purge's share of the delay (100 ms), and past its gap after the
+     * slow path's purge that the free itself may have run. */
+    usleep(150 * 1000);
+    size_t inside = 0;
+    for (size_t i = before; i < all; i++) {
+        buf_blocks[i] = malloc(BUF_SMALL);
+        REQUIRE(buf_blocks[i]);
+        memset(buf_blocks[i], (int)(i & 0xff), BUF_SMALL);
+        inside += (char *)buf_blocks[i] >= buffer && (char *)buf_blocks[i] < buffer + BUF_SIZE;
+    }
+    long end = test_rss_kib();
+    printf("# rss: %ld KiB with the buffer, %ld KiB after its free and 12 MiB of 8 KiB blocks; "
+           "%zu of the %zu new blocks in the buffer's range\n",
+           held, end, inside, all - before);
+    /* The buffer's pages serve at least half of what they can hold... */
+    CHECK(inside >= BUF_SIZE / BUF_SMALL / 2);
+    /* ...so the new blocks grow the resident size by less than their 12 MiB: with the
+     * buffer's pages kept aside, 12 MiB or more. */
+    CHECK(end - held < (BUF_AFTER - BUF_SIZE / 2) / 1024);
+    size_t damaged = 0;
+    for (size_t i = 0; i < all; i++) {
+        for (size_t k = 0; k < BUF_SMALL; k += 512)
+            damaged += buf_blocks[i][k] != (unsigned char)(i & 0xff);
+        free(buf_blocks[i]);
+    }
+    CHECK(damaged == 0);
+}
+
 static long minor_faults(void)
 {
     struct rusage usage;
@@ -855,6 +910,10 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "superruns") == 0) {
         RUN(superblocks_take_freed_runs);
+        return test_exit_status();
+    }
+    if (argc > 1 && strcmp(argv[1], "buffer") == 0) {
+        RUN(freed_buffer_serves_new_superblocks);
         return test_exit_status();
     }
     if (argc > 1 && strcmp(argv[1], "keeps") == 0) {
