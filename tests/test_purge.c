@@ -18,23 +18,25 @@
  * that waited 200 ms go back before the new blocks fault their pages in, so the
  * resident size does not hold both (arena.c, purge_if_pressed).
  *
- * `test_purge buffer` (run with a purge delay of 1.6 s, whose 1/16 is 100 ms): a program
- * holds 16 MiB of 8 KiB blocks, frees a 4 MiB buffer it wrote, waits 150 ms and goes on
- * with 12 MiB more of 8 KiB blocks, as dpkg does with the buffer it read its file list
- * into. The freed run is a fifth of what lfheap holds, below the quarter that made a
- * fresh chunk merge it until 2026-12-07, so the new superblocks faulted in fresh pages
- * while the buffer's stayed resident for the whole delay (dpkg -S: 37 MiB of peak
- * resident size against glibc's 31). Now the run goes back to its buddy still resident
- * (arena.c, purge_if_pressed) and the new superblocks take its pages: most of the new
- * blocks lie in the buffer's range, and the resident size grows by less than the new
- * blocks' 12 MiB.
- *
  * `test_purge superblocks` (run with a purge delay of 3.2 s too): the pressure purge
  * gives back freed superblocks' chunks, and then the program takes fresh large runs of
  * the same sizes. That purge was not regretted, since the superblocks' pages were small
  * blocks' pages, so a later shift of large-block sizes is still purged under pressure
  * (arena.c, free_stamp). Scoring the superblocks' purge left sqlite3 at 57 MiB instead
  * of 45 MiB.
+ *
+ * `test_purge buffer` (run with a purge delay of a minute, whose 1/16 is 3.75 s, and
+ * whose slow-path purges come at most every 30 s, so that none of them can take the
+ * pressure purge's turn however slow the machine): a program holds 16 MiB of 8 KiB
+ * blocks, frees a 4 MiB buffer it wrote, waits 3.9 s and goes on with 12 MiB more of
+ * 8 KiB blocks, as dpkg does with the buffer it read its file list into. The freed run
+ * is a fifth of what lfheap holds, below the quarter that made a fresh chunk merge it
+ * until 2026-12-07, so the new superblocks faulted in fresh pages while the buffer's
+ * stayed resident for the whole delay (dpkg -S: 37 MiB of peak resident size against
+ * glibc's 31). Now the run goes back to its buddy still resident (arena.c,
+ * purge_if_pressed) and the new superblocks take its pages: most of the new blocks lie
+ * in the buffer's range, and the resident size grows by less than the new blocks'
+ * 12 MiB.
  *
  * `test_purge superruns` (run with a purge delay of a minute, so that nothing is purged
  * meanwhile): with more than 16 MiB of large blocks' runs freed and waiting, new
@@ -636,9 +638,8 @@ static void freed_buffer_serves_new_superblocks(void)
     memset(buffer, 0x5a, BUF_SIZE);
     long held = test_rss_kib();
     free(buffer);
-    /* Past the pressure purge's share of the delay (100 ms), and past its gap after the
-     * slow path's purge that the free itself may have run. */
-    usleep(150 * 1000);
+    /* Past the pressure purge's share of the delay (3.75 s). */
+    usleep(3900 * 1000);
     size_t inside = 0;
     for (size_t i = before; i < all; i++) {
         buf_blocks[i] = malloc(BUF_SMALL);

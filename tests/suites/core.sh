@@ -45,8 +45,9 @@ run purge-at-large-only-exit-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$li
 # Freed large runs piled up: new superblocks take them (a minute's delay: none is purged).
 run purge-superblocks-take-runs-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" \
     build/t-plain/test_purge superruns
-# A freed buffer, a fifth of what the heap holds, serves the next superblocks (1.6 s delay).
-run purge-buffer-serves-superblocks-preloaded env LFHEAP_PURGE_MS=1600 LD_PRELOAD="$lib" \
+# A freed buffer, a fifth of what the heap holds, serves the next superblocks (a minute's
+# delay: the pressure purge, after 1/16 of it, is the only one that can run).
+run purge-buffer-serves-superblocks-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" \
     build/t-plain/test_purge buffer
 # A pool rebuilt again and again keeps its memory for the next pool, until the delay (1 s).
 run purge-pool-rebuild-preloaded env LFHEAP_PURGE_MS=1000 LD_PRELOAD="$lib" build/t-plain/test_purge rebuild
