@@ -197,7 +197,8 @@ int lfh_malloc_info(int options, FILE *fp);
  * counts the live blocks in the arenas; hblkhd the blocks in mappings of their own. */
 struct mallinfo lfh_mallinfo(void);
 struct mallinfo2 lfh_mallinfo2(void);
-/* Accepts glibc's parameters (returns 1) and ignores them; 0 for unknown ones. */
+/* Ignores every parameter and returns what glibc 2.36 returns: 0 for M_MXFAST outside 0
+ * to 160, else 1, also for a parameter glibc does not know. */
 int lfh_mallopt(int param, int value);
 
 /* Every installed library also exports malloc_stats_fd without the prefix, and the others
