@@ -437,6 +437,15 @@ void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_
     return large_resize(desc, large_room(size), align);
 }
 
+bool api_holds_in_place(const struct descriptor *desc, const void *ptr, size_t size, size_t align)
+{
+    if ((uintptr_t)ptr & (align - 1))
+        return false;
+    if (desc->class_index != HEAP_CLASS_LARGE)
+        return block_room(size) <= desc->block_size;
+    return large_room(size) <= usable_size(desc);
+}
+
 /* The bytes of a block that a move keeps, from its start: every byte malloc_usable_size
  * reported, which the program may have written (the Linux manual's promise, and what
  * glibc, jemalloc and tcmalloc keep; a string type that sizes itself by the usable size
@@ -542,37 +551,71 @@ static void zero_stayed_large(struct descriptor *desc, void *ptr, size_t old_req
 /* The record field that says a block is aligned to API_MIN_ALIGN and no more. */
 #define API_RECORD_MIN_ALIGN ((uint32_t)__builtin_ctz(API_MIN_ALIGN) << HEAP_RECORD_ALIGN_SHIFT)
 
+/* The tracked small block at ptr (desc, its record `record`) holds `size` bytes where it
+ * is: the bytes it gains of a zero-filled block are zeroed, and its record takes the new
+ * request. */
+static inline void *tracked_small_stays(void *ptr, struct descriptor *desc, uint32_t record,
+                                        size_t size)
+{
+    size_t old_request = record & HEAP_RECORD_REQUEST_MASK;
+    if ((record & HEAP_RECORD_ZERO_FILL) && size > old_request)
+        memset((char *)ptr + old_request, 0, size - old_request);
+    *heap_record_at(desc, ptr) = (record & ~HEAP_RECORD_REQUEST_MASK) | (uint32_t)size;
+    return ptr;
+}
+
 /* realloc of a tracked small block at ptr (desc), of the minimum alignment (calloc's
  * blocks, chiefly: their zero fill is sticky), to `size` bytes that a small block holds:
  * what the general path below decides for it, read from and written to the record
- * directly. NULL with errno ENOMEM if the block must move and no block is left. Not in
- * the debug build, whose records carry block states the general path keeps. */
+ * directly. NULL with errno ENOMEM if the block must move and no block is left, but for
+ * a shrink, which then stays (as in shrinks_in_place, below). Not in the debug build,
+ * whose records carry block states the general path keeps. */
 static void *realloc_tracked_small(void *ptr, struct descriptor *desc, uint32_t record, size_t size,
                                    size_t room)
 {
     size_t old_request = record & HEAP_RECORD_REQUEST_MASK;
     uint32_t flags = record & ~HEAP_RECORD_REQUEST_MASK;
     bool zero_fill = (record & HEAP_RECORD_ZERO_FILL) != 0;
-    if (small_keeps(desc, room)) {
-        if (zero_fill && size > old_request)
-            memset((char *)ptr + old_request, 0, size - old_request);
-        *heap_record_at(desc, ptr) = flags | (uint32_t)size;
-        return ptr;
-    }
+    if (small_keeps(desc, room))
+        return tracked_small_stays(ptr, desc, record, size);
+    bool shrink = room <= desc->block_size;
+    int saved_errno = shrink ? errno : 0;
     void *fresh = tcache_alloc(heap_tracked_class(sizeclass_of(room)));
-    if (!fresh)
-        return NULL; /* errno is ENOMEM */
+    if (!fresh) {
+        if (!shrink)
+            return NULL; /* errno is ENOMEM */
+        errno = saved_errno;
+        return tracked_small_stays(ptr, desc, record, size);
+    }
     *heap_record_at(pagemap_desc_of_own(fresh), fresh) = flags | (uint32_t)size;
     return move_contents(fresh, ptr, desc, kept_bytes(desc, old_request, zero_fill), size,
                          zero_fill);
+}
+
+/* A shrink of a plain small block at ptr (desc) that small_keeps sends to a smaller
+ * class: if no block of it is left, the block stays, errno as it was. glibc's shrinks
+ * never fail, and a program that trims a buffer with `p = realloc(p, smaller)` lost it
+ * to ENOMEM when memory ran out (found by an outside tester). */
+static LFH_NOINLINE void *shrinks_in_place(void *ptr, struct descriptor *desc, size_t size)
+{
+    int saved_errno = errno;
+    void *fresh = malloc_block(size);
+    if (!fresh) {
+        errno = saved_errno;
+        return ptr;
+    }
+    return move_contents(fresh, ptr, desc, usable_size(desc), size, false);
 }
 
 /* realloc of a live plain small block at ptr (desc) to 0 < `size` <= PTRDIFF_MAX bytes:
  * no record, no property to keep. */
 LFH_INLINE void *realloc_plain_small(void *ptr, struct descriptor *desc, size_t size)
 {
-    if (small_keeps(desc, block_room(size)))
+    size_t room = block_room(size);
+    if (small_keeps(desc, room))
         return ptr;
+    if (room <= desc->block_size)
+        return shrinks_in_place(ptr, desc, size);
     void *fresh = malloc_block(size);
     if (!fresh)
         return NULL;
@@ -616,33 +659,39 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
     props.tracked = tracked;
     void *fresh = NULL;
     /* A plain block that must start recording an alignment cannot stay: it has no record. */
-    if (recorded || !tracked)
+    bool may_stay = recorded || !tracked;
+    if (may_stay)
         fresh = api_resize_in_place(ptr, desc, size, align);
-    if (fresh) {
-        if (props.zero_fill && desc->class_index == HEAP_CLASS_LARGE && !desc->os_backed)
-            zero_stayed_large(desc, fresh, old_request, size, old_bytes);
-        else if (props.zero_fill && size > old_request) {
-            /* Pages a mapped block gained beyond its old mapping are fresh zero pages.
-             * Not the secure build's old guard page, which ends the old mapping: a shrink
-             * put it over bytes the program had written, and they would show again. */
-            size_t dirty_end = desc->os_backed && old_bytes < size ? old_bytes : size;
-            memset((char *)fresh + old_request, 0, dirty_end - old_request);
+    if (!fresh) {
+        int saved_errno = errno;
+        size_t kept = kept_bytes(desc, old_request, props.zero_fill);
+        if (desc->class_index == HEAP_CLASS_LARGE && size > old_request) {
+            fresh = heap_large_move_out(desc, size, align, kept);
+            if (fresh)
+                return moved_out(fresh, ptr, desc, &props, old_request);
         }
-        debug_resized(desc, fresh, size);
-        if (recorded)
-            heap_props_set(desc, fresh, &props);
-        return fresh;
-    }
-    size_t kept = kept_bytes(desc, old_request, props.zero_fill);
-    if (desc->class_index == HEAP_CLASS_LARGE && size > old_request) {
-        fresh = heap_large_move_out(desc, size, align, kept);
+        fresh = tracked ? api_alloc_tracked(&props, false) : malloc_block(size);
         if (fresh)
-            return moved_out(fresh, ptr, desc, &props, old_request);
+            return move_contents(fresh, ptr, desc, kept, size, props.zero_fill);
+        /* A shrink that found no room to move to stays where it is (shrinks_in_place). */
+        if (!may_stay || !api_holds_in_place(desc, ptr, size, align))
+            return NULL;
+        errno = saved_errno;
+        fresh = ptr;
     }
-    fresh = tracked ? api_alloc_tracked(&props, false) : malloc_block(size);
-    if (!fresh)
-        return NULL;
-    return move_contents(fresh, ptr, desc, kept, size, props.zero_fill);
+    if (props.zero_fill && desc->class_index == HEAP_CLASS_LARGE && !desc->os_backed)
+        zero_stayed_large(desc, fresh, old_request, size, old_bytes);
+    else if (props.zero_fill && size > old_request) {
+        /* Pages a mapped block gained beyond its old mapping are fresh zero pages.
+         * Not the secure build's old guard page, which ends the old mapping: a shrink
+         * put it over bytes the program had written, and they would show again. */
+        size_t dirty_end = desc->os_backed && old_bytes < size ? old_bytes : size;
+        memset((char *)fresh + old_request, 0, dirty_end - old_request);
+    }
+    debug_resized(desc, fresh, size);
+    if (recorded)
+        heap_props_set(desc, fresh, &props);
+    return fresh;
 }
 
 /* The descriptor of the live block at ptr for a resizing routine, or NULL (the call

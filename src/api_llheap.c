@@ -87,7 +87,8 @@ LFH_EXPORT void *lfh_aligned_realloc(void *ptr, size_t alignment, size_t size)
 
 /* llheap's resize: a block of `size` bytes aligned to `align`, with no sticky property
  * and no promise about its contents: the old block's if it fits, else a new one (the
- * old block is freed only once the new one exists, so failure leaves it intact). */
+ * old block is freed only once the new one exists, so failure leaves it intact; a
+ * shrink that finds no new block keeps the old one, api_holds_in_place). */
 static void *resize_call(enum lfh_stats_routine routine, const char *name, void *ptr, size_t size,
                          size_t align, bool aligned_routine)
 {
@@ -103,19 +104,24 @@ static void *resize_call(enum lfh_stats_routine routine, const char *name, void 
     if (size > PTRDIFF_MAX)
         return counted_resize(routine, size, old_usable, fail_nomem());
     bool recorded = desc->class_index == HEAP_CLASS_LARGE || desc->records != NULL;
-    if (recorded || !aligned_routine) {
-        void *kept = api_resize_in_place(ptr, desc, size, props.align);
-        if (kept) {
-            debug_resized(desc, kept, size);
-            if (recorded)
-                heap_props_set(desc, kept, &props);
-            return counted_resize(routine, size, old_usable, kept);
+    bool may_stay = recorded || !aligned_routine;
+    void *kept = may_stay ? api_resize_in_place(ptr, desc, size, props.align) : NULL;
+    if (!kept) {
+        int saved_errno = errno;
+        void *fresh = aligned_routine ? api_alloc_tracked(&props, false) : api_malloc_block(size);
+        if (fresh) {
+            api_free_known_block(ptr, desc);
+            return counted_resize(routine, size, old_usable, fresh);
         }
+        if (!may_stay || !api_holds_in_place(desc, ptr, size, props.align))
+            return counted_resize(routine, size, old_usable, NULL);
+        errno = saved_errno;
+        kept = ptr;
     }
-    void *fresh = aligned_routine ? api_alloc_tracked(&props, false) : api_malloc_block(size);
-    if (fresh)
-        api_free_known_block(ptr, desc);
-    return counted_resize(routine, size, old_usable, fresh);
+    debug_resized(desc, kept, size);
+    if (recorded)
+        heap_props_set(desc, kept, &props);
+    return counted_resize(routine, size, old_usable, kept);
 }
 
 LFH_EXPORT void *lfh_resize(void *ptr, size_t size)

@@ -17,11 +17,13 @@
  * RLIMIT_AS (`ulimit -v`) and under RLIMIT_DATA (`ulimit -d`).
  */
 #include "testutil.h"
+#include <dlfcn.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,6 +487,77 @@ static int errno_room(int resource)
     return test_failures;
 }
 
+/* In a fresh process whose address space room (256 MiB) is then filled until malloc(16)
+ * fails: every shrink of a block that holds its new size where it is succeeds, keeps the
+ * block's bytes and leaves errno as it was, as glibc's shrinks do. Shrinks that waste
+ * much move to a smaller block when they can; with no room left they once failed with
+ * ENOMEM (found by an outside tester), so a program that trims a buffer with
+ * `p = realloc(p, smaller)` lost it. Small blocks (plain, from calloc, aligned), large
+ * ones, a block mapped on its own, and llheap's resize, which keeps no contents. Returns
+ * the number of failed checks. */
+enum { SHRINK_HELD = 1 << 20 };
+static void *shrink_held[SHRINK_HELD];
+
+static int shrinks_when_full(void)
+{
+    void *(*resize_fn)(void *, size_t) = (void *(*)(void *, size_t))dlsym(RTLD_DEFAULT, "resize");
+    struct rlimit old;
+    limit_room(RLIMIT_AS, 256, &old);
+    struct shrink {
+        unsigned char *block;
+        size_t from, to;
+        bool resize;
+    } shrinks[] = {
+        {malloc(3000), 3000, 100, false},         {calloc(1, 3000), 3000, 100, false},
+        {memalign(4096, 3000), 3000, 100, false}, {malloc(MIB), MIB, 1000, false},
+        {malloc(MIB), MIB, 100000, false},        {malloc(100 * MIB), 100 * MIB, 100, false},
+        {malloc(3000), 3000, 100, true},          {malloc(MIB), MIB, 1000, true},
+    };
+    const size_t count = sizeof shrinks / sizeof *shrinks;
+    for (size_t i = 0; i < count; i++) {
+        REQUIRE(shrinks[i].block);
+        memset(shrinks[i].block, (int)(0x40 + i), shrinks[i].from);
+    }
+    size_t held = 0;
+    for (size_t size = 64 * MIB; size >= 16; size /= 2) {
+        void *p;
+        while (held < SHRINK_HELD && (p = malloc(size)) != NULL)
+            shrink_held[held++] = p;
+    }
+    errno = 0;
+    void *more = malloc(16);
+    REQUIRE(more == NULL); /* the room is full */
+    int failed = 0, errno_changed = 0, damaged = 0;
+    for (size_t i = 0; i < count; i++) {
+        struct shrink *s = &shrinks[i];
+        if (s->resize && !resize_fn)
+            continue; /* not lfheap */
+        errno = 0;
+        unsigned char *q = s->resize ? resize_fn(s->block, s->to) : realloc(s->block, s->to);
+        if (!q) {
+            failed++;
+            continue;
+        }
+        errno_changed += errno != 0;
+        if (!s->resize)
+            for (size_t k = 0; k < s->to; k++)
+                damaged += q[k] != (unsigned char)(0x40 + i);
+        s->block = q;
+    }
+    for (size_t i = 0; i < held; i++)
+        free(shrink_held[i]);
+    for (size_t i = 0; i < count; i++)
+        free(shrinks[i].block);
+    REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
+    printf("# %zu blocks filled the room; of %zu shrinks %d failed, %d changed errno, %d bytes "
+           "lost\n",
+           held, count, failed, errno_changed, damaged);
+    CHECK(failed == 0);
+    CHECK(errno_changed == 0);
+    CHECK(damaged == 0);
+    return test_failures;
+}
+
 /* A check above in a new run of this program, which skips the preload check's
  * allocation before main (TEST_ON_GLIBC: the parent has made that check). */
 static void in_fresh_process(const char *mode, const char *arg)
@@ -526,6 +599,11 @@ static void successes_keep_errno_under_data_room(void)
     in_fresh_process("errno-data-room", NULL);
 }
 
+static void shrinks_succeed_when_memory_is_full(void)
+{
+    in_fresh_process("shrink-room", NULL);
+}
+
 static void no_room_then_recovers(void)
 {
     in_fresh_process("no-room", NULL);
@@ -556,6 +634,8 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "no-room") == 0)
         return no_room() == 0 ? 0 : 1;
+    if (argc > 1 && strcmp(argv[1], "shrink-room") == 0)
+        return shrinks_when_full() == 0 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "kept-room") == 0)
         return kept_room() == 0 ? 0 : 1;
     if (argc > 1 && strcmp(argv[1], "errno-room") == 0)
@@ -573,6 +653,7 @@ int main(int argc, char **argv)
     RUN(little_room_gets_parts_of_arenas);
     RUN(little_data_room_gets_parts_of_arenas);
     RUN(no_room_then_recovers);
+    RUN(shrinks_succeed_when_memory_is_full);
     RUN(kept_mappings_make_room_for_arenas);
     RUN(successes_keep_errno_under_address_space_room);
     RUN(successes_keep_errno_under_data_room);
