@@ -1274,6 +1274,7 @@ static _Atomic int background_on = -1;
 static _Atomic(_Atomic uint64_t *) purger_page;
 
 __thread bool arena_purger_wanted;
+_Atomic uint32_t arena_cached_threads;
 
 static bool background_enabled(void)
 {
@@ -1345,9 +1346,15 @@ static void *purger_main(void *arg)
     uint32_t nap = interval;
     for (;;) {
         platform_sleep_ms(nap < PURGER_WATCH_MS ? nap : PURGER_WATCH_MS);
-        /* Nobody is left to start a thread, so the count cannot rise again; -1 (no /proc)
-         * keeps the purger. */
-        if (platform_live_threads() == 1)
+        /* Nobody is left to start a thread, so the count cannot rise again. Without /proc
+         * (-1: a chroot without it, no file descriptor left) the threads that hold a
+         * cache tell: with none, the program's threads may all have ended, and a purger
+         * that stayed kept the process alive for good, deaf to every signal it blocks
+         * (found by an outside tester). A thread that never allocated may still run: its
+         * next slow path starts a purger again. */
+        long live = platform_live_threads();
+        if (live == 1 ||
+            (live < 0 && atomic_load_explicit(&arena_cached_threads, memory_order_relaxed) == 0))
             return NULL;
         uint32_t now = platform_now_ms();
         /* Relaxed: the word publishes nothing but itself. It changed only if a thread

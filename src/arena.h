@@ -27,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define ARENA_SIZE      ((size_t)64 << 20)
 #define ARENA_MIN_CHUNK ((size_t)4096)
@@ -113,6 +114,12 @@ void arena_tick(void);
  * kernel. It is started lazily, by a thread that ticked, at the end of its slow path;
  * again in a forked child (which inherits no thread) and if its heartbeat stops. */
 extern __thread bool arena_purger_wanted __attribute__((visibility("hidden")));
+
+/* Threads that hold a thread cache: the caches (tcache.c) count themselves here and share
+ * their budget among them. Without /proc the purger cannot count the process's threads,
+ * and takes 0 here for "the program's threads may all have ended" (purger_main).
+ * Relaxed updates and reads: the count orders nothing. */
+extern _Atomic uint32_t arena_cached_threads __attribute__((visibility("hidden")));
 
 /* Starts the purger unless it runs (or another thread is starting it); clears
  * arena_purger_wanted. pthread_create allocates: call it only where a malloc of the

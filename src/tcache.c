@@ -79,11 +79,10 @@ static inline void busy_leave(void)
  * nothing runs 6.5% more instructions (24% with a sweep at every new superblock). */
 #define TCACHE_SWEEP_NEW_BYTES ((uint32_t)256 << 10)
 
-/* Caches set up and not yet handed back: what the budget is shared among. Relaxed
- * updates and reads: the count orders nothing, it only sizes the shares, and a share
- * computed from a stale count is as good a bound for the next overflow. */
-static _Atomic uint32_t tcache_live;
-/* This thread's cache is in tcache_live. */
+/* This thread's cache is counted in arena_cached_threads, the caches set up and not yet
+ * handed back: what the budget is shared among (a share computed from a stale count is
+ * as good a bound for the next overflow), and what tells the background purger, without
+ * /proc, that threads remain. */
 static __thread bool tcache_counted;
 
 static _Atomic uint64_t tcache_last_id;
@@ -153,7 +152,7 @@ static void live_count_enter(void)
     if (tcache_counted)
         return;
     tcache_counted = true;
-    atomic_fetch_add_explicit(&tcache_live, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&arena_cached_threads, 1, memory_order_relaxed);
 }
 
 static void live_count_leave(void)
@@ -161,7 +160,7 @@ static void live_count_leave(void)
     if (!tcache_counted)
         return;
     tcache_counted = false;
-    atomic_fetch_sub_explicit(&tcache_live, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&arena_cached_threads, 1, memory_order_relaxed);
 }
 
 /* A forked child has one thread, the one that forked: the others' caches are not its
@@ -173,7 +172,7 @@ static void live_count_leave(void)
  * forked child multi-threaded, which some calls refuse (unshare of a user namespace). */
 static void after_fork_child(void)
 {
-    atomic_store_explicit(&tcache_live, tcache_counted ? 1 : 0, memory_order_relaxed);
+    atomic_store_explicit(&arena_cached_threads, tcache_counted ? 1 : 0, memory_order_relaxed);
     tcache_self.free_ticks = 1;
     /* Forked by a key destructor that ran after this thread's cache was handed back: the
      * child lives on in this thread and sets up a new cache at its next call, instead of
@@ -188,7 +187,7 @@ static void after_fork_child(void)
 /* This thread's share of the caches' budget. */
 uint64_t tcache_budget_share(void)
 {
-    uint32_t live = atomic_load_explicit(&tcache_live, memory_order_relaxed);
+    uint32_t live = atomic_load_explicit(&arena_cached_threads, memory_order_relaxed);
     uint64_t share = TCACHE_BUDGET_TOTAL / (live > 1 ? live : 1);
     return share > TCACHE_BUDGET_MIN ? share : TCACHE_BUDGET_MIN;
 }

@@ -22,6 +22,9 @@
  *   last     with the switch: a process whose main thread leaves by pthread_exit ends
  *            when its last other thread returns, as without lfheap: the purger stays
  *            while a thread lives (and still gives memory back), then leaves too
+ *   last-no-proc  the same with no file descriptor left (RLIMIT_NOFILE 0), so that
+ *            /proc cannot tell the purger how many threads live: the process still ends
+ *            when its last thread returns (the purger once stayed for good)
  *   jump     with the switch: a thread whose signal handler left by siglongjmp still
  *            starts the purger
  *   fault    failure-injection build, with the switch: starting the purger fails with
@@ -35,6 +38,7 @@
 #include "testutil.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -43,6 +47,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -555,6 +560,67 @@ static void purger_leaves_with_the_last_thread(void)
     CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The child's last program thread without /proc: it allocates (its cache counts it),
+ * waits past the purger's next wake-up, reports and returns. */
+static void *last_thread_no_proc(void *arg)
+{
+    (void)arg;
+    unsigned char status = 0;
+    void *block = T_MALLOC(1000);
+    if (!block)
+        status |= 8;
+    usleep(1500000);
+    T_FREE(block);
+    REQUIRE(write(last_pipe[1], &status, 1) == 1);
+    return NULL;
+}
+
+/* As purger_leaves_with_the_last_thread, with no file descriptor left to open
+ * /proc/self/stat: the purger cannot count the process's threads, and must still leave
+ * once no thread holds a cache, or the process never ends. */
+static void purger_leaves_without_proc(void)
+{
+    REQUIRE(pipe(last_pipe) == 0);
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(last_pipe[0]);
+        if (!purger_appears())
+            _exit(16);
+        /* pthread_exit unwinds with libgcc_s, which it loads on first use: not with no
+         * file descriptor left. */
+        if (!dlopen("libgcc_s.so.1", RTLD_NOW))
+            _exit(19);
+        struct rlimit none = {0, 0};
+        if (setrlimit(RLIMIT_NOFILE, &none) != 0 || open("/proc/self/stat", O_RDONLY) != -1)
+            _exit(18);
+        pthread_t t;
+        if (pthread_create(&t, NULL, last_thread_no_proc, NULL) != 0)
+            _exit(17);
+        pthread_detach(t);
+        pthread_exit(NULL);
+    }
+    close(last_pipe[1]);
+    unsigned char report = 0xff;
+    ssize_t got = read(last_pipe[0], &report, 1);
+    close(last_pipe[0]);
+    CHECK(got == 1 && report == 0);
+    int status = 0;
+    pid_t ended = 0;
+    double until = seconds() + 60;
+    while ((ended = waitpid(pid, &status, WNOHANG)) == 0 && seconds() < until)
+        usleep(POLL_MICROSECONDS);
+    if (ended == 0) {
+        fprintf(stderr, "the process outlived its last thread by 60 s: killed\n");
+        kill(pid, SIGKILL);
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+    }
+    CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (ended == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        fprintf(stderr, "child status %#x\n", (unsigned)status);
+}
+
 static sigjmp_buf jump_env;
 
 static void jump_out(int sig)
@@ -676,6 +742,8 @@ int main(int argc, char **argv)
         RUN(forked_child_on_the_fast_paths_gets_its_purger);
     } else if (strcmp(which, "last") == 0) {
         RUN(purger_leaves_with_the_last_thread);
+    } else if (strcmp(which, "last-no-proc") == 0) {
+        RUN(purger_leaves_without_proc);
     } else if (strcmp(which, "jump") == 0) {
         RUN(purger_starts_after_a_handler_jumped_out);
     } else {

@@ -21,5 +21,7 @@ run idle-fork env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle 
 run idle-fork-fast-paths env LFHEAP_BACKGROUND=1 LFHEAP_PURGE_MS=3000 LD_PRELOAD="$lib" \
     build/t-plain/test_idle forkfast
 run idle-last-thread env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle last
+run idle-last-thread-no-proc env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" \
+    build/t-plain/test_idle last-no-proc
 run idle-after-siglongjmp env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle jump
 run idle-fault build/t-fault/test_idle fault
