@@ -518,11 +518,13 @@ static void *last_thread(void *arg)
     return NULL;
 }
 
-/* A child whose main thread calls pthread_exit while another thread works must end, with
- * status 0, when that thread returns: its purger, blocking every signal, would otherwise
- * keep it alive for good, deaf to all but SIGKILL. The bound only catches a process that
- * never ends. */
-static void purger_leaves_with_the_last_thread(void)
+/* A child whose main thread calls pthread_exit while `last` (the one other program
+ * thread) works must end, with status 0, when that thread returns: its purger, blocking
+ * every signal, would otherwise keep it alive for good, deaf to all but SIGKILL. With
+ * `no_proc`, the child has no file descriptor left to read /proc/self/stat with, so that
+ * the purger cannot count the process's threads, and must still leave once no thread
+ * holds a cache. The bound only catches a process that never ends. */
+static void child_ends_with_its_last_thread(void *(*last)(void *), bool no_proc)
 {
     REQUIRE(pipe(last_pipe) == 0);
     fflush(stdout);
@@ -532,8 +534,15 @@ static void purger_leaves_with_the_last_thread(void)
         close(last_pipe[0]);
         if (!purger_appears())
             _exit(16);
+        struct rlimit none = {0, 0};
+        /* pthread_exit unwinds with libgcc_s, which it loads on first use: not with no
+         * file descriptor left. */
+        if (no_proc &&
+            (!dlopen("libgcc_s.so.1", RTLD_NOW) || setrlimit(RLIMIT_NOFILE, &none) != 0 ||
+             open("/proc/self/stat", O_RDONLY) != -1))
+            _exit(18);
         pthread_t t;
-        if (pthread_create(&t, NULL, last_thread, NULL) != 0)
+        if (pthread_create(&t, NULL, last, NULL) != 0)
             _exit(17);
         pthread_detach(t);
         pthread_exit(NULL);
@@ -558,6 +567,13 @@ static void purger_leaves_with_the_last_thread(void)
         REQUIRE(waitpid(pid, &status, 0) == pid);
     }
     CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (ended == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        fprintf(stderr, "child status %#x\n", (unsigned)status);
+}
+
+static void purger_leaves_with_the_last_thread(void)
+{
+    child_ends_with_its_last_thread(last_thread, false);
 }
 
 /* The child's last program thread without /proc: it allocates (its cache counts it),
@@ -575,50 +591,9 @@ static void *last_thread_no_proc(void *arg)
     return NULL;
 }
 
-/* As purger_leaves_with_the_last_thread, with no file descriptor left to open
- * /proc/self/stat: the purger cannot count the process's threads, and must still leave
- * once no thread holds a cache, or the process never ends. */
 static void purger_leaves_without_proc(void)
 {
-    REQUIRE(pipe(last_pipe) == 0);
-    fflush(stdout);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        close(last_pipe[0]);
-        if (!purger_appears())
-            _exit(16);
-        /* pthread_exit unwinds with libgcc_s, which it loads on first use: not with no
-         * file descriptor left. */
-        if (!dlopen("libgcc_s.so.1", RTLD_NOW))
-            _exit(19);
-        struct rlimit none = {0, 0};
-        if (setrlimit(RLIMIT_NOFILE, &none) != 0 || open("/proc/self/stat", O_RDONLY) != -1)
-            _exit(18);
-        pthread_t t;
-        if (pthread_create(&t, NULL, last_thread_no_proc, NULL) != 0)
-            _exit(17);
-        pthread_detach(t);
-        pthread_exit(NULL);
-    }
-    close(last_pipe[1]);
-    unsigned char report = 0xff;
-    ssize_t got = read(last_pipe[0], &report, 1);
-    close(last_pipe[0]);
-    CHECK(got == 1 && report == 0);
-    int status = 0;
-    pid_t ended = 0;
-    double until = seconds() + 60;
-    while ((ended = waitpid(pid, &status, WNOHANG)) == 0 && seconds() < until)
-        usleep(POLL_MICROSECONDS);
-    if (ended == 0) {
-        fprintf(stderr, "the process outlived its last thread by 60 s: killed\n");
-        kill(pid, SIGKILL);
-        REQUIRE(waitpid(pid, &status, 0) == pid);
-    }
-    CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (ended == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-        fprintf(stderr, "child status %#x\n", (unsigned)status);
+    child_ends_with_its_last_thread(last_thread_no_proc, true);
 }
 
 static sigjmp_buf jump_env;
