@@ -34,9 +34,9 @@
  * until 2026-12-07, so the new superblocks faulted in fresh pages while the buffer's
  * stayed resident for the whole delay (dpkg -S: 37 MiB of peak resident size against
  * glibc's 31). Now the run goes back to its buddy still resident (arena.c,
- * purge_if_pressed) and the new superblocks take its pages: most of the new blocks lie
- * in the buffer's range, and the resident size grows by less than the new blocks'
- * 12 MiB.
+ * purge_if_pressed) and the new superblocks take its pages: new blocks fill at least
+ * half of what the buffer's range can hold, and the resident size grows by less than
+ * the new blocks' 12 MiB.
  *
  * `test_purge superruns` (run with a purge delay of a minute, so that nothing is purged
  * meanwhile): with more than 16 MiB of large blocks' runs freed and waiting, new
