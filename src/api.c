@@ -430,8 +430,15 @@ void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_
     if ((uintptr_t)ptr & (align - 1))
         return NULL;
     size_t room = block_room(size);
+    /* An aligned block whose move would take a block of its own class stays: the copy
+     * gave nothing back (memalign(4096, 3000) shrunk to 100 moved to another 4 KiB
+     * block; found by a review helper). */
     if (desc->class_index != HEAP_CLASS_LARGE)
-        return small_keeps(desc, room) ? ptr : NULL;
+        return small_keeps(desc, room) ||
+                       (align > API_MIN_ALIGN &&
+                        sizeclass_for_aligned(room, align) == heap_size_class(desc->class_index))
+                   ? ptr
+                   : NULL;
     if (room <= SIZECLASS_MAX_SIZE)
         return NULL; /* a small block wastes less */
     return large_resize(desc, large_room(size), align);
