@@ -53,6 +53,9 @@ static int stamped(const char *p, size_t size, uint64_t value)
 
 /* arena_alloc where the test knows that no bigger freed run waits: the chunk is of the
  * request's own size. */
+/* The purge delay this test runs with (main sets it before the first call). */
+#define ARENA_TEST_DELAY_MS 2000
+
 static char *own_chunk(size_t size, bool *zeroed)
 {
     size_t got = 0;
@@ -403,7 +406,7 @@ static void reused_run_tails_go_back(void)
     /* Aged by the delay: the next slow path's purge (arena_tick) trims it. */
     char *d = arena_alloc_large(8 * MIB + 1, &zeroed, &run);
     CHECK(d == a && run == 10 * MIB);
-    usleep(2 * 250 * 1000 + 50 * 1000); /* twice the default delay (LFHEAP_PURGE_MS unset) */
+    usleep(2 * ARENA_TEST_DELAY_MS * 1000 + 50 * 1000); /* twice the delay main sets */
     arena_tick();
     CHECK(resident_pages(a + 10 * MIB, 14 * MIB) == 0);
     CHECK(d[0] == 0x5c && d[run - 1] == 0x5c);
@@ -540,6 +543,12 @@ static void superblock_chunks_take_bigger_freed_runs(void)
 
 int main(void)
 {
+    /* Two seconds, not the default 250 ms: freed_chunks_return_to_their_thread expects
+     * a chunk freed three barrier crossings earlier to be still resident, and under
+     * ThreadSanitizer on a loaded machine those crossings could add up to the default. */
+    char delay[16];
+    snprintf(delay, sizeof delay, "%d", ARENA_TEST_DELAY_MS);
+    setenv("LFHEAP_PURGE_MS", delay, 1);
     RUN(level_wrongly_marked_full_maps_no_arena);
     RUN(dirty_chunks_are_reused);
     RUN(freed_chunks_return_to_their_thread);

@@ -76,7 +76,9 @@
  * run due. After the first steps, whose freed runs went back and came right back, the
  * short delay's purge waits its floor (arena.c, SHORT_DELAY_FLOOR_MS) and each step
  * reuses the run the last one freed: the steps fault in less than a quarter of what they
- * faulted in when every freed run went back (256 pages each). And the run freed last,
+ * faulted in when every freed run went back (256 pages each). Only the steps that came
+ * within 16 ms of the last free are judged: on a loaded machine a step may come later
+ * than the floor, and then its run has rightly gone back. And the run freed last,
  * which nobody asks for again, still goes back. *
  * `test_purge huge` (run with a purge delay of a minute): a block larger than an arena
  * (its own mapping) is kept after its free and handed out again, same address, to the
@@ -552,7 +554,7 @@ static void sparse_calloc_faults_in_nothing(void)
 
 static void bad_setting_keeps_the_default_delay(void)
 {
-    enum { BYTES = 8 << 20, ATTEMPTS = 50 };
+    enum { BYTES = 8 << 20, ATTEMPTS = 200 };
     int timely = 0;
     for (int attempt = 0; attempt < ATTEMPTS && timely < 3; attempt++) {
         unsigned char *p = malloc(BYTES);
@@ -572,13 +574,15 @@ static void bad_setting_keeps_the_default_delay(void)
         free(q);
         /* Only a check made well within the default delay tells, and within its sixteenth
          * (15 ms), after which the 200 KiB block's fresh run may purge under pressure
-         * (purge_if_pressed). */
-        if (seconds() - start > 0.01)
+         * (purge_if_pressed). The library's clock ticks in up to 4 ms and a free's time is
+         * kept to 2 ms, so what took 10 ms here may count as 15 there: only checks made
+         * within 5 ms count. */
+        if (seconds() - start > 0.005)
             continue;
         timely++;
         CHECK(before - after < BYTES / 2 / 1024);
     }
-    printf("# %d of at most %d checks made within 10 ms of the free\n", timely, ATTEMPTS);
+    printf("# %d of at most %d checks made within 5 ms of the free\n", timely, ATTEMPTS);
     CHECK(timely > 0);
 }
 
@@ -681,29 +685,46 @@ static void regrown_buffer_keeps_its_pages(void)
     REQUIRE(buffer);
     for (size_t i = 0; i < size; i++)
         buffer[i] = (unsigned char)(i * 7);
-    long faults_before = minor_faults();
     size_t damaged = 0;
+    long faults = 0, timely_faults = 0;
+    int timely = 0;
+    double freed_at = seconds();
     for (int step = 0; step < REGROW_STEPS; step++) {
+        long faults_before = minor_faults();
+        double asked_at = seconds();
         unsigned char *bigger = T_MALLOC(size + REGROW_GROWTH);
         REQUIRE(bigger);
         memcpy(bigger, buffer, size);
         for (size_t i = size; i < size + REGROW_GROWTH; i++)
             bigger[i] = (unsigned char)(i * 7);
+        long step_faults = minor_faults() - faults_before;
+        faults += step_faults;
+        /* A step that comes more than the floor after the last free finds that run gone
+         * back, rightly; on a loaded machine most steps can. Only steps that came within
+         * half the floor count (the library's clock ticks in 4 ms or less). */
+        if (asked_at - freed_at < 0.016) {
+            timely++;
+            timely_faults += step_faults;
+        }
         T_FREE(buffer);
+        freed_at = seconds();
         buffer = bigger;
         size += REGROW_GROWTH;
         damaged += buffer[size / 2] != (unsigned char)(size / 2 * 7);
         struct timespec pause = {0, 1000 * 1000};
         nanosleep(&pause, NULL);
     }
-    long faults = minor_faults() - faults_before;
     for (size_t i = 0; i < size; i++)
         damaged += buffer[i] != (unsigned char)(i * 7);
     long every_step = (long)REGROW_STEPS * (REGROW_START / 4096);
-    printf("# %d steps of a %d KiB buffer: %ld page faults (%ld if every step faults it in)\n",
-           REGROW_STEPS, REGROW_START >> 10, faults, every_step);
+    printf("# %d steps of a %d KiB buffer: %ld page faults (%ld if every step faults it in); "
+           "%d steps within 16 ms of the last free, %ld faults among them\n",
+           REGROW_STEPS, REGROW_START >> 10, faults, every_step, timely, timely_faults);
     CHECK(damaged == 0);
-    CHECK(faults < every_step / 4);
+    if (timely >= REGROW_STEPS / 4)
+        CHECK(timely_faults < (long)timely * (REGROW_START / 4096) / 4);
+    else
+        printf("# too few timely steps to judge the reuse (a loaded machine)\n");
     /* The last run freed goes back at a later slow path (a large block's). */
     long held = test_rss_kib();
     T_FREE(buffer);
