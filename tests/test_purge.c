@@ -473,7 +473,11 @@ static void rebuilt_pool_keeps_its_memory_until_the_delay(void)
 {
     long start = test_rss_kib();
     double began = seconds();
-    long first = run_pool(1), second = run_pool(2), third = run_pool(3);
+    long first = run_pool(1);
+    double second_began = seconds();
+    long second = run_pool(2);
+    double second_took = seconds() - second_began;
+    long third = run_pool(3);
     double took = seconds() - began;
     /* A call into lfheap after the delay: its tick purges what waited that long. */
     usleep(1300 * 1000);
@@ -487,11 +491,15 @@ static void rebuilt_pool_keeps_its_memory_until_the_delay(void)
     CHECK(first - start < pool / 4); /* the first exits purged */
     /* The second pool faulted in again what the first exits purged, so its exits leave it
      * to the delay, for as long as the exit purge's score lasts: eight delays (8 s), which
-     * only a machine stalled for seconds outlasts. Then they purge it again, also right. */
-    if (took < 8.0)
+     * only a machine stalled for seconds outlasts. Then they purge it again, also right.
+     * And a second pool that took longer than the delay (1 s) from its start to the
+     * count may rightly have seen a slow path purge what its first frees left. */
+    if (took < 8.0 && second_took < 0.9)
         CHECK(second - start > pool / 3); /* the second pool's exits kept it */
     else
-        printf("# the pools took %.1f s: the exit purge's score ran out\n", took);
+        printf("# the pools took %.1f s, the second %.1f s: the exit purge's score or the "
+               "delay ran out\n",
+               took, second_took);
     CHECK(third - start < pool * 3 / 2); /* and the third reused it */
     CHECK(later - start < pool / 4);     /* the delay returned it */
 }
