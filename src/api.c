@@ -444,13 +444,21 @@ void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_
     return large_resize(desc, large_room(size), align);
 }
 
-bool api_holds_in_place(const struct descriptor *desc, const void *ptr, size_t size, size_t align)
+bool api_stays_in_place(struct descriptor *desc, void *ptr, size_t size, size_t align)
 {
     if ((uintptr_t)ptr & (align - 1))
         return false;
     if (desc->class_index != HEAP_CLASS_LARGE)
         return block_room(size) <= desc->block_size;
-    return large_room(size) <= usable_size(desc);
+    if (large_room(size) > usable_size(desc))
+        return false;
+    /* A block mapped on its own gives back the pages past its new size (a 100 MiB block
+     * shrunk to 100 bytes held all of them); one in an arena keeps its run, whose tail
+     * the purge trims once the block has lived a delay. Refused (under memcheck, say),
+     * the block stays whole, as before. */
+    if (desc->os_backed)
+        large_resize(desc, large_room(size), align);
+    return true;
 }
 
 /* The bytes of a block that a move keeps, from its start: every byte malloc_usable_size
@@ -681,7 +689,7 @@ static void *realloc_block(void *ptr, struct descriptor *desc, size_t size, size
         if (fresh)
             return move_contents(fresh, ptr, desc, kept, size, props.zero_fill);
         /* A shrink that found no room to move to stays where it is (shrinks_in_place). */
-        if (!may_stay || !api_holds_in_place(desc, ptr, size, align))
+        if (!may_stay || !api_stays_in_place(desc, ptr, size, align))
             return NULL;
         errno = saved_errno;
         fresh = ptr;

@@ -110,8 +110,9 @@ void *api_resize_in_place(void *ptr, struct descriptor *desc, size_t size, size_
 
 /* True if the block at ptr (desc) holds `size` bytes aligned to `align` where it is,
  * whatever api_resize_in_place decided (which moves a block that would waste much): a
- * shrink whose move finds no memory then stays, as glibc's shrinks never fail. */
-bool api_holds_in_place(const struct descriptor *desc, const void *ptr, size_t size, size_t align);
+ * shrink whose move finds no memory then stays, as glibc's shrinks never fail. A block
+ * mapped on its own then gives back the pages past `size`. */
+bool api_stays_in_place(struct descriptor *desc, void *ptr, size_t size, size_t align);
 
 /* realloc(ptr, 0) and its forms (ptr not NULL), counted as `routine`: frees the block and
  * returns 0, or returns EINVAL and frees nothing if ptr is no live block; errno is not

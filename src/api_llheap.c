@@ -88,7 +88,7 @@ LFH_EXPORT void *lfh_aligned_realloc(void *ptr, size_t alignment, size_t size)
 /* llheap's resize: a block of `size` bytes aligned to `align`, with no sticky property
  * and no promise about its contents: the old block's if it fits, else a new one (the
  * old block is freed only once the new one exists, so failure leaves it intact; a
- * shrink that finds no new block keeps the old one, api_holds_in_place). */
+ * shrink that finds no new block keeps the old one, api_stays_in_place). */
 static void *resize_call(enum lfh_stats_routine routine, const char *name, void *ptr, size_t size,
                          size_t align, bool aligned_routine)
 {
@@ -113,7 +113,7 @@ static void *resize_call(enum lfh_stats_routine routine, const char *name, void 
             api_free_known_block(ptr, desc);
             return counted_resize(routine, size, old_usable, fresh);
         }
-        if (!may_stay || !api_holds_in_place(desc, ptr, size, props.align))
+        if (!may_stay || !api_stays_in_place(desc, ptr, size, props.align))
             return counted_resize(routine, size, old_usable, NULL);
         errno = saved_errno;
         kept = ptr;

@@ -493,8 +493,9 @@ static int errno_room(int resource)
  * much move to a smaller block when they can; with no room left they once failed with
  * ENOMEM (found by an outside tester), so a program that trims a buffer with
  * `p = realloc(p, smaller)` lost it. Small blocks (plain, from calloc, aligned), large
- * ones, a block mapped on its own, and llheap's resize, which keeps no contents. Returns
- * the number of failed checks. */
+ * ones, a block mapped on its own, and llheap's resize, which keeps no contents. The
+ * mapped block, shrunk to 100 bytes with no room to move to, gives back the address space
+ * past them (it once kept its whole 100 MiB). Returns the number of failed checks. */
 enum { SHRINK_HELD = 1 << 20 };
 static void *shrink_held[SHRINK_HELD];
 
@@ -528,12 +529,18 @@ static int shrinks_when_full(void)
     void *more = malloc(16);
     REQUIRE(more == NULL); /* the room is full */
     int failed = 0, errno_changed = 0, damaged = 0, moved_aligned = 0;
+    long given_back_kib = 0;
     for (size_t i = 0; i < count; i++) {
         struct shrink *s = &shrinks[i];
         if (s->resize && !resize_fn)
             continue; /* not lfheap */
+        long space_before = address_space_kib();
         errno = 0;
         unsigned char *q = s->resize ? resize_fn(s->block, s->to) : realloc(s->block, s->to);
+        /* The 100 MiB block, mapped on its own, gives back the pages past its 100 bytes
+         * (it kept them all before). Later shrinks may map an arena in the room. */
+        if (s->from == 100 * MIB)
+            given_back_kib = space_before - address_space_kib();
         if (!q) {
             failed++;
             continue;
@@ -552,12 +559,14 @@ static int shrinks_when_full(void)
         free(shrinks[i].block);
     REQUIRE(setrlimit(RLIMIT_AS, &old) == 0);
     printf("# %zu blocks filled the room; of %zu shrinks %d failed, %d changed errno, %d bytes "
-           "lost\n",
-           held, count, failed, errno_changed, damaged);
+           "lost; the 100 MiB block's shrink gave back %ld KiB of address space\n",
+           held, count, failed, errno_changed, damaged, given_back_kib);
     CHECK(failed == 0);
     CHECK(errno_changed == 0);
     CHECK(damaged == 0);
     CHECK(moved_aligned == 0);
+    if (resize_fn)
+        CHECK(given_back_kib >= 99 * 1024);
     return test_failures;
 }
 
