@@ -452,19 +452,31 @@ static void concurrent_thread_churn_keeps_rss_flat(void)
             huge_after_warmup = test_anon_huge_kib();
         }
     }
-    long end = rss_settled();
+    /* With LFHEAP_HUGEPAGES=1 a chunk touched where a whole 2 MiB range was free is
+     * faulted in as a huge page, all of it resident while any of its blocks lives; which
+     * ranges end so depends on the scheduling (12 MiB of them at the end of one run on a
+     * loaded machine, none after round 4). The pages outside huge pages keep the bound,
+     * and those in huge pages grow by at most 32 MiB. */
+    const char *huge_setting = getenv("LFHEAP_HUGEPAGES");
+    bool huge = huge_setting && *huge_setting && strcmp(huge_setting, "0") != 0;
+    long end = rss_settled(), huge_growth = 0;
     /* On a loaded machine the last round's threads may still have been exiting, their
      * chunks not yet due, when the first settle purged: what lfheap keeps for good stays
      * above the bound however often it settles, what was merely late does not. */
-    for (int again = 0; again < 3 && end - after_warmup >= 8192; again++)
+    for (int again = 0;; again++) {
+        huge_growth = huge ? test_anon_huge_kib() - huge_after_warmup : 0;
+        if (again == 3 || end - after_warmup - huge_growth < 8192)
+            break;
         end = rss_settled();
+    }
     for (int i = 0; i < CONCURRENT_SLOTS; i++)
         T_FREE(atomic_exchange(&concurrent_slots[i], NULL));
     CHECK(atomic_load(&concurrent_bad) == 0);
     if (concurrent_rss_from_start)
-        CHECK(end - start < 24576);
-    CHECK(end - after_warmup < 8192);
-    if ((concurrent_rss_from_start && end - start >= 24576) || end - after_warmup >= 8192)
+        CHECK(end - start - huge_growth < 24576);
+    CHECK(end - after_warmup - huge_growth < 8192);
+    CHECK(huge_growth <= 32768);
+    if (huge || (concurrent_rss_from_start && end - start >= 24576) || end - after_warmup >= 8192)
         fprintf(stderr,
                 "rss: %ld KiB at the start, %ld after round 4, %ld at the end; in huge pages: "
                 "%ld after round 4, %ld at the end\n",
