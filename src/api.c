@@ -453,9 +453,9 @@ bool api_stays_in_place(struct descriptor *desc, void *ptr, size_t size, size_t 
     if (large_room(size) > usable_size(desc))
         return false;
     /* A block mapped on its own gives back the pages past its new size (a 100 MiB block
-     * shrunk to 100 bytes held all of them); one in an arena keeps its run, whose tail
-     * the purge trims once the block has lived a delay. Refused (under memcheck, say),
-     * the block stays whole, as before. */
+     * shrunk to 100 bytes held all of them). Refused (under memcheck, say), it stays
+     * whole. One in an arena keeps its whole run, as a shrink that stays in its run does
+     * (heap_large_stays): at most 64 MiB, until the block is freed. */
     if (desc->os_backed)
         large_resize(desc, large_room(size), align);
     return true;
