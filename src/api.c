@@ -593,11 +593,10 @@ static void *realloc_tracked_small(void *ptr, struct descriptor *desc, uint32_t 
     bool zero_fill = (record & HEAP_RECORD_ZERO_FILL) != 0;
     if (small_keeps(desc, room))
         return tracked_small_stays(ptr, desc, record, size);
-    bool shrink = room <= desc->block_size;
-    int saved_errno = shrink ? errno : 0;
+    int saved_errno = errno;
     void *fresh = tcache_alloc(heap_tracked_class(sizeclass_of(room)));
     if (!fresh) {
-        if (!shrink)
+        if (room > desc->block_size)
             return NULL; /* errno is ENOMEM */
         errno = saved_errno;
         return tracked_small_stays(ptr, desc, record, size);

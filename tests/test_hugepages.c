@@ -32,12 +32,6 @@ static bool kernel_takes_advice(void)
     return taken;
 }
 
-static bool switch_on(void)
-{
-    const char *env = getenv("LFHEAP_HUGEPAGES");
-    return env && env[0] != '\0' && strcmp(env, "0") != 0;
-}
-
 struct vma {
     bool found;
     bool advised;           /* "hg" in VmFlags */
@@ -205,9 +199,9 @@ static void trim_returns_what_was_freed(void)
 int main(void)
 {
     bool taken = kernel_takes_advice();
-    expect_advice = switch_on() && taken;
+    expect_advice = test_hugepages_switch_on() && taken;
     printf("# LFHEAP_HUGEPAGES %s, kernel %s the advice: expecting it %s\n",
-           switch_on() ? "on" : "off", taken ? "takes" : "refuses",
+           test_hugepages_switch_on() ? "on" : "off", taken ? "takes" : "refuses",
            expect_advice ? "on every heap mapping" : "on none");
     RUN(every_heap_mapping_is_advised);
     RUN(memory_given_back_reads_as_zeros);

@@ -457,8 +457,7 @@ static void concurrent_thread_churn_keeps_rss_flat(void)
      * ranges end so depends on the scheduling (12 MiB of them at the end of one run on a
      * loaded machine, none after round 4). The pages outside huge pages keep the bound,
      * and those in huge pages grow by at most 32 MiB. */
-    const char *huge_setting = getenv("LFHEAP_HUGEPAGES");
-    bool huge = huge_setting && *huge_setting && strcmp(huge_setting, "0") != 0;
+    bool huge = test_hugepages_switch_on();
     long end = rss_settled(), huge_growth = 0;
     /* On a loaded machine the last round's threads may still have been exiting, their
      * chunks not yet due, when the first settle purged: what lfheap keeps for good stays

@@ -6,8 +6,10 @@
 #define LFHEAP_TESTUTIL_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int test_failures;
@@ -50,6 +52,14 @@ static inline long test_rss_kib(void)
         fclose(f);
     }
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* True if LFHEAP_HUGEPAGES asks for huge pages (anything but empty or 0, as lfheap reads
+ * it). */
+static inline bool test_hugepages_switch_on(void)
+{
+    const char *env = getenv("LFHEAP_HUGEPAGES");
+    return env && env[0] != '\0' && strcmp(env, "0") != 0;
 }
 
 /* The process's anonymous memory in transparent huge pages in KiB (AnonHugePages of
