@@ -1138,10 +1138,10 @@ int main(int argc, char **argv)
     /* The purger's start is reached only with LFHEAP_BACKGROUND set, and only by the
      * first thread to start a purger: that point runs with the switch, on its own
      * (tests/suites/park.sh), and the others without it. */
-    bool background = getenv("LFHEAP_BACKGROUND") != NULL;
+    bool background = test_switch_on("LFHEAP_BACKGROUND");
     /* malloc_trim gives free huge pages back only with LFHEAP_HUGEPAGES set: that point
      * runs with the switch, on its own, too. */
-    bool huge_pages = getenv("LFHEAP_HUGEPAGES") != NULL;
+    bool huge_pages = test_hugepages_switch_on();
     for (int point = 0; point < PARK_POINT_COUNT; point++) {
         if (!selected(argc, argv, park_point_names[point]) ||
             (point == PARK_ARENA_PURGER_CLAIMED) != background ||

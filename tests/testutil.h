@@ -54,12 +54,17 @@ static inline long test_rss_kib(void)
     return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/* True if LFHEAP_HUGEPAGES asks for huge pages (anything but empty or 0, as lfheap reads
- * it). */
+/* True if the switch `name` (LFHEAP_HUGEPAGES, LFHEAP_BACKGROUND) is on: set to anything
+ * but an empty value or 0, as lfheap reads its switches. */
+static inline bool test_switch_on(const char *name)
+{
+    const char *env = getenv(name);
+    return env && env[0] != '\0' && strcmp(env, "0") != 0;
+}
+
 static inline bool test_hugepages_switch_on(void)
 {
-    const char *env = getenv("LFHEAP_HUGEPAGES");
-    return env && env[0] != '\0' && strcmp(env, "0") != 0;
+    return test_switch_on("LFHEAP_HUGEPAGES");
 }
 
 /* The process's anonymous memory in transparent huge pages in KiB (AnonHugePages of
