@@ -16,10 +16,11 @@
  * (Streamflow's locality), and any other row before a fresh chunk. A run's link
  * (the address of the run below it) and the time it was freed live in its arena's side
  * arrays, never in the run, so a thread that reads a link is never reading memory
- * somebody else is using. The head packs the top run's address divided by its order's
- * chunk size with a version bumped by every operation, which makes the pop's CAS fail
- * after any interleaved pop and push of the same run (ABA). The purger takes a whole
- * stack with one CAS, releases what is old enough, and pushes the rest back as one chain.
+ * somebody else is using. The head is the top run's address. A pop takes the whole stack
+ * with one CAS and puts all but its top back with another, so that no CAS expects a top
+ * that may have been popped and pushed again meanwhile (ABA; see dirty_top). The purger
+ * takes a whole stack the same way, releases what is old enough, and pushes the rest
+ * back as one chain.
  *
  * Purging runs from the slow paths (arena_tick) and, with LFHEAP_BACKGROUND=1, from a
  * thread of its own that sleeps between rounds (the background purger, below), so that a
@@ -305,64 +306,107 @@ static inline _Atomic uint64_t *dirty_stack(unsigned row, unsigned cls)
     return &dirty_rows[row].head[cls];
 }
 
-/* A stack's head holds its top chunk's address divided by the chunk size (chunks are
- * aligned to their size and lie below OS_ADDRESS_LIMIT), in the low OS_ADDRESS_BITS - 12
- * - order bits, and a version in the rest: 28 + order bits, so 32 or more for every chunk
- * of a superblock (64 KiB and up) or of a large block above 32 KiB; only over-aligned
- * blocks of 32 KiB or less have chunks of orders 1 to 3 (29 to 31 bits). */
-static inline unsigned dirty_top_bits(unsigned order)
+/* A stack's head is its top run's address (0: empty), with no version against ABA: no
+ * CAS on it keeps what it read below the top it expected. A push links its chain to the
+ * top it read, so if that run is the top again when the CAS succeeds, what lies below it
+ * is the stack as it now is; a take (dirty_take_all) empties the stack, whatever lies
+ * below; a put-back (dirty_put_back) expects an empty head. The pop that compared the
+ * head with the top it read and installed that top's link once carried a version of 28
+ * to 32 bits, and a popper stopped while one run was popped and pushed 2^27 times got
+ * its stale link in: a live run back on the stack (found by a review). */
+static inline char *dirty_top(uint64_t head)
 {
-    return OS_ADDRESS_BITS - ARENA_MIN_SHIFT - order;
+    return (char *)(uintptr_t)head;
 }
 
-static inline char *dirty_top(uint64_t head, unsigned order)
+static inline uint64_t dirty_head(const void *top)
 {
-    uint64_t top = head & (((uint64_t)1 << dirty_top_bits(order)) - 1);
-    return (char *)(uintptr_t)(top << (ARENA_MIN_SHIFT + order));
+    return (uint64_t)(uintptr_t)top;
 }
 
-static inline uint64_t dirty_head(const void *top, uint64_t old, unsigned order)
-{
-    unsigned bits = dirty_top_bits(order);
-    return (uint64_t)((uintptr_t)top >> (ARENA_MIN_SHIFT + order)) | ((old >> bits) + 1) << bits;
-}
-
-/* Pushes the chain first..last (linked through the side arrays) onto a class's stack. A
- * stack's head encodes its runs' addresses by their order, as they start at a multiple
- * of their order's chunk size. */
+/* Pushes the chain first..last (linked through the side arrays) onto a class's stack. */
 static void dirty_push_chain(unsigned row, unsigned cls, char *first, char *last)
 {
     _Atomic uint64_t *head = dirty_stack(row, cls);
-    unsigned order = class_order(cls);
     struct arena *a = arena_of(last);
     _Atomic uintptr_t *link = &a->next[chunk_page(a, last)];
     uint64_t old = atomic_load_explicit(head, memory_order_relaxed);
     do {
         /* Relaxed: published by the release CAS below. */
-        atomic_store_explicit(link, (uintptr_t)dirty_top(old, order), memory_order_relaxed);
+        atomic_store_explicit(link, (uintptr_t)dirty_top(old), memory_order_relaxed);
         /* A failed CAS means another push or pop succeeded: lock-free. */
-    } while (!atomic_compare_exchange_weak_explicit(head, &old, dirty_head(first, old, order),
+    } while (!atomic_compare_exchange_weak_explicit(head, &old, dirty_head(first),
                                                     memory_order_release, memory_order_relaxed));
 }
 
-static char *dirty_pop_row(unsigned row, unsigned cls)
+/* Takes a class's whole stack, leaving it empty: the chain from its top, or NULL. */
+static char *dirty_take_all(unsigned row, unsigned cls)
 {
     _Atomic uint64_t *head = dirty_stack(row, cls);
-    unsigned order = class_order(cls);
-    /* Acquire pairs with the pushing CAS: the link and stamp are the pusher's. */
     uint64_t old = atomic_load_explicit(head, memory_order_acquire);
-    for (char *top; (top = dirty_top(old, order)) != NULL;) {
-        /* The top may be popped and reused meanwhile; its arena and link stay readable. */
-        struct arena *a = arena_of(top);
-        uintptr_t next = atomic_load_explicit(&a->next[chunk_page(a, top)], memory_order_relaxed);
-        LFH_PARK(ARENA_DIRTY_POP);
-        /* If the chunk was popped (and maybe pushed back) meanwhile, the version moved
-         * and this fails; a failure always means another operation succeeded. */
-        if (atomic_compare_exchange_weak_explicit(head, &old, dirty_head((void *)next, old, order),
+    /* Acquire: we will read the links and stamps of the whole chain. */
+    while (dirty_top(old) &&
+           !atomic_compare_exchange_weak_explicit(head, &old, dirty_head(NULL),
                                                   memory_order_acquire, memory_order_acquire))
-            return top;
+        ;
+    return dirty_top(old);
+}
+
+/* Puts the chain that a pop took back onto its stack, under the runs pushed since the
+ * take (taken in turn and linked above it: only their few links are walked). */
+static void dirty_put_back(unsigned row, unsigned cls, char *chain)
+{
+    _Atomic uint64_t *head = dirty_stack(row, cls);
+    uint64_t old = atomic_load_explicit(head, memory_order_relaxed);
+    for (;;) {
+        /* Release: the chain's links (and the pushed runs' links set below) travel with
+         * it. A CAS from an empty head expects no top, so no ABA: a failure means another
+         * push succeeded (lock-free). */
+        if (!dirty_top(old) &&
+            atomic_compare_exchange_weak_explicit(head, &old, dirty_head(chain),
+                                                  memory_order_release, memory_order_relaxed))
+            return;
+        if (!dirty_top(old))
+            continue;
+        char *pushed = dirty_take_all(row, cls), *last = pushed;
+        if (!pushed) {
+            old = atomic_load_explicit(head, memory_order_relaxed);
+            continue;
+        }
+        for (;;) {
+            struct arena *a = arena_of(last);
+            _Atomic uintptr_t *link = &a->next[chunk_page(a, last)];
+            char *next = (char *)atomic_load_explicit(link, memory_order_relaxed);
+            if (!next) {
+                atomic_store_explicit(link, (uintptr_t)chain, memory_order_relaxed);
+                break;
+            }
+            last = next;
+        }
+        chain = pushed;
+        old = atomic_load_explicit(head, memory_order_relaxed);
     }
-    return NULL;
+}
+
+/* A pop takes the whole stack (dirty_take_all) and puts back all but its top
+ * (dirty_put_back), two CASes that no stale head can fool (see dirty_top). While a popper
+ * holds the chain, other threads find the stack empty and take other rows' runs or fresh
+ * ones. */
+static char *dirty_pop_row(unsigned row, unsigned cls)
+{
+    /* Relaxed: a glance, most stacks are empty; the take decides. */
+    if (!dirty_top(atomic_load_explicit(dirty_stack(row, cls), memory_order_relaxed)))
+        return NULL;
+    char *top = dirty_take_all(row, cls);
+    if (!top)
+        return NULL;
+    LFH_PARK(ARENA_DIRTY_POP);
+    /* The take's acquire made the pushers' links visible. */
+    struct arena *a = arena_of(top);
+    char *rest = (char *)atomic_load_explicit(&a->next[chunk_page(a, top)], memory_order_relaxed);
+    if (rest)
+        dirty_put_back(row, cls, rest);
+    return top;
 }
 
 /* A freed run of class `cls`: the calling thread's row first, then the others in turn. */
@@ -387,23 +431,9 @@ static void dirty_push(unsigned cls, char *run)
 static bool dirty_class_waiting(unsigned cls)
 {
     for (unsigned row = 0; row < DIRTY_ROWS; row++)
-        if (dirty_top(atomic_load_explicit(dirty_stack(row, cls), memory_order_relaxed),
-                      class_order(cls)))
+        if (dirty_top(atomic_load_explicit(dirty_stack(row, cls), memory_order_relaxed)))
             return true;
     return false;
-}
-
-static char *dirty_take_all(unsigned row, unsigned cls)
-{
-    _Atomic uint64_t *head = dirty_stack(row, cls);
-    unsigned order = class_order(cls);
-    uint64_t old = atomic_load_explicit(head, memory_order_acquire);
-    /* Acquire: we will read the links and stamps of the whole chain. */
-    while (dirty_top(old, order) &&
-           !atomic_compare_exchange_weak_explicit(head, &old, dirty_head(NULL, old, order),
-                                                  memory_order_acquire, memory_order_acquire))
-        ;
-    return dirty_top(old, order);
 }
 
 /* ---- tails of reused runs ----------------------------------------------------------- */
@@ -622,21 +652,27 @@ static size_t tails_trim(uint32_t now, uint32_t delay, bool force)
         uint64_t old = atomic_load_explicit(word, memory_order_acquire);
         if (tail_state(old) == TAIL_PENDING && !force && tail_age(old, now) < delay)
             continue;
+        LFH_PARK(ARENA_TAIL_READ);
         /* Relaxed: the slot is a hint; whoever empties it accounts for it. */
         if (!atomic_compare_exchange_strong_explicit(slot, &run, 0, memory_order_relaxed,
                                                      memory_order_relaxed))
             continue;
         atomic_fetch_sub_explicit(&tail_slots_used, 1, memory_order_relaxed);
-        /* The claim. Relaxed: the word carries all the purge reads, and the tail's pages
-         * are not the block's (it never writes them). A failed CAS: the block was freed or
-         * its tail claimed through another slot meanwhile, or the block grew its extent
-         * (still PENDING: claimed with the new extent). */
+        /* The claim. The tail's pages are not the block's (it never writes them). A
+         * failed CAS: the block was freed or its tail claimed through another slot
+         * meanwhile, or the block grew its extent (still PENDING, registered at the same
+         * time: claimed with the new extent), or the block was freed and its run taken
+         * and registered again by a new block, which is young: its tail waits for its own
+         * delay, found through its own slot (a review saw it trimmed at once). Acquire, as
+         * the load above: after a failure the word may be a new registration's, whose
+         * tail is decommitted next (C11 wants the success order as strong; on x86 it
+         * costs nothing). */
         uint64_t trimming = tail_with_state(old, TAIL_TRIMMING);
-        while (tail_state(old) == TAIL_PENDING &&
-               !atomic_compare_exchange_weak_explicit(word, &old, trimming, memory_order_relaxed,
-                                                      memory_order_relaxed))
-            trimming = tail_with_state(old, TAIL_TRIMMING); /* regrown (arena_large_regrow) */
-        if (tail_state(old) != TAIL_PENDING)
+        while (tail_state(old) == TAIL_PENDING && (force || tail_age(old, now) >= delay) &&
+               !atomic_compare_exchange_weak_explicit(word, &old, trimming, memory_order_acquire,
+                                                      memory_order_acquire))
+            trimming = tail_with_state(old, TAIL_TRIMMING);
+        if (tail_state(old) != TAIL_PENDING || (!force && tail_age(old, now) < delay))
             continue;
         LFH_PARK(ARENA_TAIL_CLAIMED);
         claimed++;

@@ -49,6 +49,7 @@
     X(ARENA_RUN_EXTEND, "arena.run_extend")                                                        \
     X(ARENA_TRIM_TAKEN, "arena.trim_taken")                                                        \
     X(ARENA_SWEEP_TAKEN, "arena.sweep_taken")                                                      \
+    X(ARENA_TAIL_READ, "arena.tail_read")                                                          \
     X(ARENA_TAIL_CLAIMED, "arena.tail_claimed")                                                    \
     X(MAPCACHE_CLAIMED, "mapcache.claimed")                                                        \
     X(BUDDY_ALLOC_CLIMB, "buddy.alloc_climb")                                                      \

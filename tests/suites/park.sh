@@ -17,6 +17,13 @@ run park-tsan build/t-park-tsan/test_parking 30000
 # An uncached allocation stopped before its give-back while another cache gives back the
 # tail of the same superblock: the tail stays in the anchor.
 run park-uncached-tail build/t-park/test_uncached_tail
+# A dirty stack's pop stopped while one run is popped and pushed 2^27 times: nothing is
+# handed out twice (a minute's purge delay, so that no purge reorders the stack).
+run park-dirty-pop-wrap env LFHEAP_PURGE_MS=60000 build/t-park/test_parking 0 arena.dirty_pop_wrap
+# A purge stopped after it found a block's tail due, while the block's run is freed and
+# registered again by a new block: the new block's tail stays (a second's delay).
+run park-tail-reregistered env LFHEAP_PURGE_MS=1000 build/t-park/test_parking 0 \
+    arena.tail_reregistered
 # The background purger's start (arena.purger_claimed) needs the switch, and a process
 # where no purger ran yet.
 run park-purger env LFHEAP_BACKGROUND=1 build/t-park/test_parking 1000000 arena.purger_claimed
