@@ -711,6 +711,26 @@ static bool next_two_apart(size_t size, bool *intact)
     return apart;
 }
 
+/* Waits up to REACH_SECONDS for the armed thread to park: false if it did not (then it
+ * will not park later either). */
+static bool wait_parked(void)
+{
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += REACH_SECONDS;
+    while (sem_timedwait(&parked_sem, &deadline) != 0) {
+        if (errno == EINTR)
+            continue;
+        /* Give up, unless the thread parks at this very moment. */
+        int expected = PARK_WAITING;
+        bool parked = !atomic_compare_exchange_strong(&park_state, &expected, PARK_RELEASED);
+        if (parked)
+            sem_wait(&parked_sem);
+        return parked;
+    }
+    return true;
+}
+
 static bool run_point(int point, long ops)
 {
     current_point = park_point_names[point];
@@ -727,24 +747,13 @@ static bool run_point(int point, long ops)
     pthread_t victim_thread;
     double started = now_s();
     REQUIRE(pthread_create(&victim_thread, NULL, victim_main, &victim) == 0);
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += REACH_SECONDS;
-    while (sem_timedwait(&parked_sem, &deadline) != 0) {
-        if (errno == EINTR)
-            continue;
-        /* Give up, unless the victim parks at this very moment. */
-        int expected = PARK_WAITING;
-        if (atomic_compare_exchange_strong(&park_state, &expected, PARK_RELEASED)) {
-            printf("FAIL %s: the victim's workload did not reach the point in %d s\n",
-                   current_point, REACH_SECONDS);
-            pthread_join(victim_thread, NULL);
-            atomic_store(&armed, -1);
-            drain_exchange();
-            return false;
-        }
-        sem_wait(&parked_sem);
-        break;
+    if (!wait_parked()) {
+        printf("FAIL %s: the victim's workload did not reach the point in %d s\n", current_point,
+               REACH_SECONDS);
+        pthread_join(victim_thread, NULL);
+        atomic_store(&armed, -1);
+        drain_exchange();
+        return false;
     }
     double parked_at = now_s();
     uint64_t hits_parked = atomic_load(&hits[point]);
@@ -1050,25 +1059,6 @@ static bool large_double_free_race(const char *name)
     return ok;
 }
 
-/* Waits up to REACH_SECONDS for the armed thread to park: false if it did not (then it
- * will not park later either). */
-static bool wait_parked(void)
-{
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += REACH_SECONDS;
-    while (sem_timedwait(&parked_sem, &deadline) != 0) {
-        if (errno == EINTR)
-            continue;
-        int expected = PARK_WAITING;
-        bool parked = !atomic_compare_exchange_strong(&park_state, &expected, PARK_RELEASED);
-        if (parked)
-            sem_wait(&parked_sem);
-        return parked;
-    }
-    return true;
-}
-
 /* A block freed while a purge decommits the tail of its run (arena.tail_claimed): a run
  * of 20 MiB freed, then taken by a block of 8 MiB (its extent), whose tail malloc_trim
  * claims in a thread parked after the claim, before its system call. The block is freed
@@ -1084,24 +1074,38 @@ static void *tail_trimming(void *unused)
     return NULL;
 }
 
-static bool large_free_while_tail_trimmed(const char *name)
+enum { RUN_BIG = 20 << 20, RUN_SMALL = 8 << 20 };
+
+/* A block of RUN_SMALL bytes that took the first RUN_SMALL bytes of a freed run of
+ * RUN_BIG, every page of which was written (its tail registered: arena.c, tails), or
+ * NULL after a FAIL line for `name`. */
+static char *block_in_freed_run(const char *name)
 {
-    enum { BIG = 20 << 20, SMALL = 8 << 20 };
     lfh_malloc_trim(0);
-    char *big = lfh_malloc(BIG);
+    char *big = lfh_malloc(RUN_BIG);
     REQUIRE(big);
-    memset(big, 'B', BIG);
+    memset(big, 'B', RUN_BIG);
     lfh_free(big);
-    char *small = lfh_malloc(SMALL);
+    char *small = lfh_malloc(RUN_SMALL);
     REQUIRE(small);
-    memset(small, 'S', SMALL);
-    if (small != big || lfh_malloc_usable_size(small) >= (size_t)BIG) {
+    if (small != big || lfh_malloc_usable_size(small) >= (size_t)RUN_BIG) {
         printf("FAIL %s: the block of %d bytes did not get the freed run's first %d bytes "
                "(%p, usable %zu; the run was %p)\n",
-               name, SMALL, SMALL, (void *)small, lfh_malloc_usable_size(small), (void *)big);
+               name, RUN_SMALL, RUN_SMALL, (void *)small, lfh_malloc_usable_size(small),
+               (void *)big);
         lfh_free(small);
-        return false;
+        return NULL;
     }
+    return small;
+}
+
+static bool large_free_while_tail_trimmed(const char *name)
+{
+    enum { BIG = RUN_BIG, SMALL = RUN_SMALL };
+    char *small = block_in_freed_run(name);
+    if (!small)
+        return false;
+    memset(small, 'S', SMALL);
     atomic_store(&park_state, PARK_WAITING);
     atomic_store(&armed, PARK_ARENA_TAIL_CLAIMED);
     pthread_t t;
@@ -1154,23 +1158,13 @@ static size_t resident_pages(const char *start, size_t bytes)
 
 static bool tail_reregistered(const char *name)
 {
-    enum { BIG = 20 << 20, SMALL = 8 << 20 };
+    enum { BIG = RUN_BIG, SMALL = RUN_SMALL };
     const char *setting = getenv("LFHEAP_PURGE_MS");
     long delay_ms = setting ? atol(setting) : 50;
-    lfh_malloc_trim(0);
-    char *big = lfh_malloc(BIG);
-    REQUIRE(big);
-    memset(big, 'B', BIG);
-    lfh_free(big);
-    char *small = lfh_malloc(SMALL);
-    REQUIRE(small);
-    if (small != big) {
-        printf("FAIL %s: the block of %d bytes did not take the freed run (%p; the run was "
-               "%p)\n",
-               name, SMALL, (void *)small, (void *)big);
-        lfh_free(small);
+    char *small = block_in_freed_run(name);
+    if (!small)
         return false;
-    }
+    char *big = small;                     /* the run's start */
     usleep((useconds_t)(delay_ms * 1500)); /* its tail is due now */
     atomic_store(&park_state, PARK_WAITING);
     atomic_store(&armed, PARK_ARENA_TAIL_READ);
