@@ -506,9 +506,13 @@ static inline size_t tail_run(uint64_t word)
            ARENA_MIN_CHUNK;
 }
 
+/* A block registered after the purge read its clock (the purge's walk took a while, or
+ * it was stopped) is young, not days old: a difference past half the mask (3 days) is
+ * such a registration's, and reads as 0. */
 static inline uint32_t tail_age(uint64_t word, uint32_t now)
 {
-    return (now - (uint32_t)(word >> TAIL_MS_SHIFT)) & TAIL_MS_MASK;
+    uint32_t age = (now - (uint32_t)(word >> TAIL_MS_SHIFT)) & TAIL_MS_MASK;
+    return age > TAIL_MS_MASK / 2 ? 0 : age;
 }
 
 /* Where the purges look for registered runs. A block that finds no free slot among
