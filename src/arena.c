@@ -515,6 +515,13 @@ static inline uint32_t tail_age(uint64_t word, uint32_t now)
     return age > TAIL_MS_MASK / 2 ? 0 : age;
 }
 
+/* True if a purge at `now` may claim the tail in `word`: its block lived `delay` ms, or
+ * the purge is malloc_trim's (`force`). */
+static inline bool tail_due(uint64_t word, uint32_t now, uint32_t delay, bool force)
+{
+    return force || tail_age(word, now) >= delay;
+}
+
 /* Where the purges look for registered runs. A block that finds no free slot among
  * TAIL_PROBES is not registered: it gets the whole run, as before registration existed,
  * and its tail stays resident until it is freed. So at most TAIL_SLOTS blocks at a time
@@ -654,7 +661,7 @@ static size_t tails_trim(uint32_t now, uint32_t delay, bool force)
         _Atomic uint64_t *word = tail_word_of(a, (char *)run);
         /* Acquire: pairs with the registration's release (see tail_register). */
         uint64_t old = atomic_load_explicit(word, memory_order_acquire);
-        if (tail_state(old) == TAIL_PENDING && !force && tail_age(old, now) < delay)
+        if (tail_state(old) == TAIL_PENDING && !tail_due(old, now, delay, force))
             continue;
         LFH_PARK(ARENA_TAIL_READ);
         /* Relaxed: the slot is a hint; whoever empties it accounts for it. */
@@ -672,11 +679,11 @@ static size_t tails_trim(uint32_t now, uint32_t delay, bool force)
          * tail is decommitted next (C11 wants the success order as strong; on x86 it
          * costs nothing). */
         uint64_t trimming = tail_with_state(old, TAIL_TRIMMING);
-        while (tail_state(old) == TAIL_PENDING && (force || tail_age(old, now) >= delay) &&
+        while (tail_state(old) == TAIL_PENDING && tail_due(old, now, delay, force) &&
                !atomic_compare_exchange_weak_explicit(word, &old, trimming, memory_order_acquire,
                                                       memory_order_acquire))
             trimming = tail_with_state(old, TAIL_TRIMMING);
-        if (tail_state(old) != TAIL_PENDING || (!force && tail_age(old, now) < delay))
+        if (tail_state(old) != TAIL_PENDING || !tail_due(old, now, delay, force))
             continue;
         LFH_PARK(ARENA_TAIL_CLAIMED);
         claimed++;
