@@ -2,11 +2,11 @@
  * heap: descriptors, anchors and the partial-superblock stacks (LRMalloc §3.2).
  *
  * Lock-free stacks. Both the free-descriptor stack and the partial stacks are Treiber
- * stacks whose head is one 64-bit word: a descriptor index in the low half and a 32-bit
- * version in the high half, bumped by every push and pop. A pop that read a head, was
+ * stacks whose head is one 64-bit word: a descriptor index in the low 24 bits and a
+ * 40-bit version above it, bumped by every push and pop. A pop that read a head, was
  * delayed while the same descriptor was popped and pushed back, and then CASes, fails
- * unless exactly 2^32 operations happened in between (the 6-bit tag of the
- * original LRMalloc code wraps after 64).
+ * unless a multiple of 2^40 operations happened in between (the 6-bit tag of the
+ * original LRMalloc code wraps after 64, a 32-bit one after 2^32: minutes of one CPU).
  *
  * Partial stacks are sharded per class; a superblock goes back to the shard of its last
  * owner, so that the thread that carved it finds it first (Streamflow's locality: remote
@@ -61,6 +61,12 @@ static inline void anchor_check(const struct descriptor *d, uint64_t a)
 #define DESC_CHUNK_COUNT 4096 /* 16M descriptors: 1 TiB of 64 KiB superblocks */
 #define DESC_NONE        0u
 
+/* A stack head: the index of its top descriptor, and the version above. */
+#define STACK_INDEX_BITS 24
+#define STACK_INDEX_MASK ((1u << STACK_INDEX_BITS) - 1)
+_Static_assert((uint64_t)DESC_CHUNK_COUNT << DESC_CHUNK_SHIFT <= (uint64_t)1 << STACK_INDEX_BITS,
+               "every descriptor index fits in a stack head");
+
 static _Atomic(struct descriptor *) desc_chunks[DESC_CHUNK_COUNT];
 static _Atomic uint32_t desc_high_water;
 static _Atomic uint64_t desc_free_stack;
@@ -75,7 +81,12 @@ static inline struct descriptor *desc_at(uint32_t index)
 
 static inline uint64_t stack_head(uint32_t index, uint64_t old_head)
 {
-    return (uint64_t)index | ((old_head >> 32) + 1) << 32;
+    return (uint64_t)index | ((old_head >> STACK_INDEX_BITS) + 1) << STACK_INDEX_BITS;
+}
+
+static inline uint32_t stack_top(uint64_t head)
+{
+    return (uint32_t)head & STACK_INDEX_MASK;
 }
 
 static void stack_push(_Atomic uint64_t *head, struct descriptor *d)
@@ -84,7 +95,7 @@ static void stack_push(_Atomic uint64_t *head, struct descriptor *d)
     do {
         /* Relaxed: the release CAS below publishes this link together with everything
          * written to the descriptor before the push. */
-        atomic_store_explicit(&d->next, (uint32_t)old, memory_order_relaxed);
+        atomic_store_explicit(&d->next, stack_top(old), memory_order_relaxed);
         /* A failed CAS means another push or pop succeeded: lock-free. */
     } while (!atomic_compare_exchange_weak_explicit(head, &old, stack_head(d->self, old),
                                                     memory_order_release, memory_order_relaxed));
@@ -97,9 +108,9 @@ static struct descriptor *stack_pop(_Atomic uint64_t *head)
     uint64_t old = atomic_load_explicit(head, memory_order_acquire);
     struct descriptor *d;
     do {
-        if ((uint32_t)old == DESC_NONE)
+        if (stack_top(old) == DESC_NONE)
             return NULL;
-        d = desc_at((uint32_t)old);
+        d = desc_at(stack_top(old));
         /* The descriptor may be popped and reused meanwhile; then the version in the head
          * has moved on and the CAS below fails, so a stale `next` is never installed. */
         uint32_t next = atomic_load_explicit(&d->next, memory_order_relaxed);
@@ -912,7 +923,7 @@ void heap_usage_get(struct heap_usage *out)
 static size_t stack_length(_Atomic uint64_t *head, bool only_empty)
 {
     size_t length = 0;
-    uint32_t index = (uint32_t)atomic_load_explicit(head, memory_order_acquire);
+    uint32_t index = stack_top(atomic_load_explicit(head, memory_order_acquire));
     while (index != DESC_NONE) {
         struct descriptor *d = desc_at(index);
         uint64_t anchor = atomic_load_explicit(&d->anchor, memory_order_relaxed);
