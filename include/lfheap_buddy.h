@@ -24,7 +24,7 @@ extern "C" {
 typedef struct lfh_buddy lfh_buddy;
 
 /* Flags for lfh_buddy_create. */
-#define LFH_BUDDY_PACKED   1u /* 4-level packed tree (fewer atomic operations per call) */
+#define LFH_BUDDY_PACKED   1u /* packed tree: 3 levels per word (fewer atomic operations) */
 #define LFH_BUDDY_NO_HINTS 2u /* no per-thread free-slot hints */
 #define LFH_BUDDY_SCATTER  4u /* start each thread's searches at random places */
 

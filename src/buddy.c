@@ -20,7 +20,7 @@
  * the tree's invariants and the two races of the release path.
  *
  * Relies on: os_map/os_unmap for the metadata (and the region when it reserves one);
- * C11 atomics with CAS on 32- and 64-bit words (lock-free on x86-64 and aarch64).
+ * C11 atomics with CAS on 64-bit words (lock-free on x86-64 and aarch64).
  *
  * Deviations from the printed listings (slips in the paper, see docs/BUDDY.md; F9's in
  * src/buddy_impl.h): A6 scans level `level`, nodes 2^level .. 2^(level+1)-1 (the listing
@@ -138,7 +138,7 @@ static uint64_t scan_level_flat(struct buddy *b, unsigned level, uint64_t lo, ui
 }
 
 /* The same scan over the packed layout, a bunch word at a time: the nodes of a level that
- * share a bunch (up to eight) are tested against one load of its word, each with the
+ * share a bunch (up to four) are tested against one load of its word, each with the
  * mask of its slots, where locating and loading the word for every node made the scan a
  * fifth of the time of a program whose threads take many superblocks (docs/BENCHMARKS.md,
  * "Many threads alive at once"). A7's test is a hint that TRYALLOC's CAS checks again, so
@@ -183,11 +183,10 @@ static uint64_t scan_level(struct buddy *b, unsigned level, uint64_t lo, uint64_
 /* Sets the shape of an instance over `size` bytes in b and lays out its metadata
  * mapping: the header, then the tree (1-level) or the bunch words (packed), then index[].
  * Returns the mapping's size, with the offsets of the tree or words (`nodes_at`) and of
- * index[], and sets the bunch levels' first words (packed). The bunch roots sit at
- * base_level, base_level + 4, ...: their count depends on max_chunk, not only on the
- * depth, since the last bunch level is the deepest one congruent to base_level mod 4, so
- * a smaller max_chunk can need up to eight times the words of max_chunk = size (depth
- * 10: 1092 words with base_level 2, 273 with base_level 0). */
+ * index[], and sets the bunch levels' first words (packed). The deepest bunch ends at
+ * the leaves and the top one starts at base_level with what is left (src/buddy.h), so a
+ * bunch word holds four leaves, and the tree has about 2^depth / 3.5 words for any
+ * max_chunk. */
 static size_t buddy_lay_out(struct buddy *b, size_t size, size_t min_chunk, size_t max_chunk,
                             unsigned flags, size_t *nodes_at, size_t *index_at)
 {
@@ -202,14 +201,17 @@ static size_t buddy_lay_out(struct buddy *b, size_t size, size_t min_chunk, size
     *nodes_at = bytes;
     if (flags & BUDDY_PACKED) {
         size_t words = 0;
+        unsigned top = (b->depth - b->base_level) % BUDDY_BUNCH_HEIGHT + 1;
+        b->bunch_gap = BUDDY_BUNCH_HEIGHT - top;
         b->bunch_levels = 0;
-        for (unsigned r = b->base_level; r <= b->depth; r += 4) {
+        for (unsigned r = b->base_level; r <= b->depth;
+             r = buddy_bunch_root_level(b, b->bunch_levels)) {
             b->bunch_offset[b->bunch_levels++] = words;
             words += (size_t)1 << r;
         }
         bytes += words * sizeof(uint64_t);
     } else {
-        bytes += ((size_t)2 << b->depth) * sizeof(uint32_t);
+        bytes += ((size_t)2 << b->depth) * sizeof(uint64_t);
     }
     bytes = (bytes + 63) & ~(size_t)63;
     *index_at = bytes;
@@ -273,7 +275,7 @@ struct buddy *buddy_create(void *region, size_t size, size_t min_chunk, size_t m
     if (flags & BUDDY_PACKED)
         b->words = (_Atomic uint64_t *)(meta + nodes_at);
     else
-        b->tree = (_Atomic uint32_t *)(meta + nodes_at);
+        b->tree = (_Atomic uint64_t *)(meta + nodes_at);
     b->index = (_Atomic uint8_t *)(meta + index_at);
     /* The instance is handed to other threads by the caller, whose own synchronisation
      * (thread creation, a release store of the pointer) publishes these plain writes. */

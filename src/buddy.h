@@ -4,9 +4,9 @@
  * 2^k bytes as a complete binary tree of chunks from the region (the root) down to the
  * minimum chunk (the leaves). Allocation and release run NBBS Alg. 2-5 with CAS and
  * fetch-and-or/and only: no locks, no waiting; splitting and coalescing happen inside
- * alloc and free. The tree is either one 32-bit word per node (1-level, buddy_flat.c)
- * or the 4-level packing of §3.6.2 (15 nodes of a 4-level "bunch" in one 64-bit word,
- * buddy_packed.c); per-thread free-slot hints (§3.6.1) make the common search O(1).
+ * alloc and free. The tree is either one 64-bit word per node (1-level, buddy_flat.c)
+ * or the packing of §3.6.2 with 3-level "bunches" (the 7 nodes of a bunch in one 64-bit
+ * word, buddy_packed.c); per-thread free-slot hints (§3.6.1) make the common search O(1).
  *
  * Relies on: os (os_map/os_unmap) for the region, when the instance reserves it, and for
  * its own metadata (tree, index array), which never comes from malloc.
@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 /* Creation flags. */
-#define BUDDY_PACKED   1u /* 4-level packing (§3.6.2) instead of one word per node */
+#define BUDDY_PACKED   1u /* 3-level packing (§3.6.2) instead of one word per node */
 #define BUDDY_NO_HINTS 2u /* no per-thread free-slot hints (for measurements) */
 #define BUDDY_SCATTER  4u /* seed each thread's hints at random nodes (§3.6.1, last note) */
 #define BUDDY_FLAGS    (BUDDY_PACKED | BUDDY_NO_HINTS | BUDDY_SCATTER)
@@ -45,8 +45,14 @@
  * a cache line is of no use to the heap. Tests use 64-byte chunks for dense trees. */
 #define BUDDY_MIN_CHUNK ((size_t)64)
 
-/* Bunch levels of the packed tree: levels base_level, base_level + 4, ... */
-#define BUDDY_MAX_BUNCH_LEVELS (BUDDY_MAX_DEPTH / 4 + 1)
+/* Levels per bunch of the packed tree: four bottom slots of five bits in a 64-bit word
+ * leave 44 bits for the word's version (src/buddy_packed.c). The paper's four levels
+ * (eight slots) leave 24, which a stopped UNMARK can see wrap in a second
+ * (docs/BUDDY.md). The bunches are aligned to the leaves: the deepest ends at the leaf
+ * level, and the top one, rooted at base_level, has the levels left over (1 to 3), so
+ * that the deepest level, which has most nodes, always fills whole words. */
+#define BUDDY_BUNCH_HEIGHT     3u
+#define BUDDY_MAX_BUNCH_LEVELS (BUDDY_MAX_DEPTH / BUDDY_BUNCH_HEIGHT + 1)
 
 struct buddy {
     /* Bumped by every completed release (NBBS Alg. 4 line F4) and read by every
@@ -68,13 +74,21 @@ struct buddy {
     unsigned flags;          /* BUDDY_* */
     bool owns_region;        /* reserved by buddy_create: unmapped by destroy */
     uint64_t serial;         /* unique per instance: tags the per-thread hints */
-    _Atomic uint32_t *tree;  /* 1-level: node n at tree[n], n = 1 .. 2^(depth+1)-1 */
+    _Atomic uint64_t *tree;  /* 1-level: node n at tree[n], n = 1 .. 2^(depth+1)-1 */
     _Atomic uint64_t *words; /* packed: one word per bunch */
     _Atomic uint8_t *index;  /* per leaf: 1 + level of the chunk starting there */
     size_t meta_size;        /* bytes of the metadata mapping (this struct first) */
     unsigned bunch_levels;   /* packed: number of bunch levels */
+    unsigned bunch_gap;      /* packed: levels the top bunch lacks (0-2), see below */
     size_t bunch_offset[BUDDY_MAX_BUNCH_LEVELS]; /* packed: first word of each */
 };
+
+/* The level of the roots of the packed tree's bunch level k: base_level, then every
+ * BUDDY_BUNCH_HEIGHT levels counted as if the top bunch had all of its levels. */
+static inline unsigned buddy_bunch_root_level(const struct buddy *b, unsigned k)
+{
+    return k ? b->base_level - b->bunch_gap + BUDDY_BUNCH_HEIGHT * k : b->base_level;
+}
 
 /* Metadata bytes an instance with these arguments (as for buddy_create, max_chunk 0 for
  * `size`) needs besides its region (for sizing arenas). */

@@ -1,6 +1,6 @@
 /*
  * buddy_flat: the 1-level layout of the buddy tree (src/buddy.h; buddy_create without
- * BUDDY_PACKED): one 32-bit word per node, the five status bits and a version, on which
+ * BUDDY_PACKED): one 64-bit word per node, the five status bits and a version, on which
  * it implements NBBS Alg. 3 (TRYALLOC, lines T1-T16), Alg. 4 (FREENODE, F5-F22) and
  * Alg. 5 (UNMARK, U1-U13) line by line, with the fixes of the two races of the release
  * path (src/buddy_impl.h), and asserts the invariants of a live chunk. buddy.c scans
@@ -14,7 +14,7 @@
 uint64_t buddy_flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
 {
     /* T2 as a CAS loop that keeps the version. relaxed load: the CAS validates it. */
-    uint32_t val = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
+    uint64_t val = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
     do {
         if (val & NODE_STATUS)
             return n;
@@ -31,14 +31,14 @@ uint64_t buddy_flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
         BUDDY_CHAOS();
         /* T9. relaxed: the CAS below validates it. */
         val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
-        uint32_t new_val;
+        uint64_t new_val;
         do {
             if (val & OCC) { /* T10-T12: an ancestor is taken; undo our marks. */
                 buddy_flat_freenode(b, n, level); /* T11 without upper bound: see FREENODE */
                 return current;
             }
             /* T13-T14, and a new version: see UNMARK. */
-            new_val = ((val & ~side_coal(child)) | side_occ(child)) + NODE_VERSION1;
+            new_val = ((val & ~(uint64_t)side_coal(child)) | side_occ(child)) + NODE_VERSION1;
             BUDDY_CHAOS();
             /* T15. acq_rel: acquire orders us after the release that last cleared this
              * ancestor (U11) when we end up taking memory it merged; release publishes
@@ -58,7 +58,7 @@ uint64_t buddy_flat_tryalloc(struct buddy *b, uint64_t n, unsigned level)
 static void flat_unmark(struct buddy *b, uint64_t n, unsigned level)
 {
     uint64_t current = n, child;
-    uint32_t new_val;
+    uint64_t new_val;
     do {
         level--;         /* current's level after the step */
         child = current; /* U4-U5 */
@@ -67,7 +67,7 @@ static void flat_unmark(struct buddy *b, uint64_t n, unsigned level)
         /* U7. acquire: if T15 of an allocation below wrote this value (or a value after
          * it), that allocation's mark of the child is visible to the read of the child
          * below. The CAS validates the value. */
-        uint32_t val = atomic_load_explicit(&b->tree[current], memory_order_acquire);
+        uint64_t val = atomic_load_explicit(&b->tree[current], memory_order_acquire);
         for (;;) {
             if (!(val & side_coal(child))) /* U8-U9: an allocation took this side */
                 return;
@@ -77,7 +77,7 @@ static void flat_unmark(struct buddy *b, uint64_t n, unsigned level)
              * version and fails the CAS. acquire: see U7. */
             if (atomic_load_explicit(&b->tree[child], memory_order_acquire) & NODE_STATUS)
                 return;
-            new_val = val & ~(side_occ(child) | side_coal(child)); /* U10 */
+            new_val = val & ~(uint64_t)(side_occ(child) | side_coal(child)); /* U10 */
             BUDDY_CHAOS();
             /* U11. acq_rel: release makes the chunks merged here (and their previous
              * owners' accesses, acquired through F20 and lower U11s) visible to the
@@ -103,7 +103,7 @@ void buddy_flat_freenode(struct buddy *b, uint64_t n, unsigned level)
     for (unsigned l = level; l > b->base_level; l--) { /* F8: l is child's level */
         BUDDY_CHAOS();
         /* F11. relaxed: the CAS validates it; if we stop on it, we write nothing. */
-        uint32_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
+        uint64_t val = atomic_load_explicit(&b->tree[current], memory_order_relaxed);
         bool marked;
         do {
             marked = !(val & OCC) && (val & side_occ(child));
@@ -126,11 +126,11 @@ void buddy_flat_freenode(struct buddy *b, uint64_t n, unsigned level)
      * U11 all refuse an OCC node), so a load and a store suffice. The store is a release:
      * it pairs with the acquire of the next T2 on n, so our accesses to the chunk happen
      * before the next owner's; the load is relaxed (our own node). */
-    uint32_t taken = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
+    uint64_t taken = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
     /* A node released (by NBFREE or by an undone TRYALLOC) is one this thread took, and
      * it read the node atomically, with nobody else writing it (above). */
     LFH_INVARIANT("buddy released node was taken", (taken & NODE_STATUS) == BUSY);
-    uint32_t version = taken & ~NODE_STATUS;
+    uint64_t version = taken & ~NODE_STATUS;
     atomic_store_explicit(&b->tree[n], version, memory_order_release);
     if (level != b->base_level) { /* F21-F22 */
         BUDDY_CHAOS();
@@ -142,7 +142,7 @@ void buddy_flat_freenode(struct buddy *b, uint64_t n, unsigned level)
  * and every ancestor up to base_level is occupied on n's side. */
 void buddy_flat_check_live(const struct buddy *b, uint64_t n, unsigned level)
 {
-    uint32_t val = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
+    uint64_t val = atomic_load_explicit(&b->tree[n], memory_order_relaxed);
     LFH_INVARIANT("buddy live chunk's node is taken", (val & NODE_STATUS) == BUSY);
     for (uint64_t child = n; level > b->base_level; level--, child >>= 1) {
         val = atomic_load_explicit(&b->tree[child >> 1], memory_order_relaxed);

@@ -50,7 +50,10 @@
  *   being released, that release finds its bit gone and stops at U9, leaving the bits
  *   it marked above. Here UNMARK reads the child after the node and stops if it is
  *   occupied, and T15 gives the node a new version, so the CAS fails if an allocation
- *   marked the node between the two reads.
+ *   marked the node between the two reads. The versions are wide (59 bits in a node
+ *   word, 44 in a bunch word): a narrow one wraps while an UNMARK is stopped, and the
+ *   CAS succeeds on a word that only reads the same (with 24 bits: 2^24 allocations
+ *   below, a second of one CPU; tests/test_parking.c, buddy.unmark_wrap).
  */
 #ifndef LFHEAP_BUDDY_IMPL_H
 #define LFHEAP_BUDDY_IMPL_H
@@ -110,11 +113,11 @@ void buddy_packed_freenode(struct buddy *b, uint64_t n, unsigned level);
 void buddy_packed_check_live(const struct buddy *b, uint64_t n, unsigned level);
 
 /* ---------------------------------------------------------------------------------- */
-/* 1-level layout (buddy_flat.c): one 32-bit word per node: the five status bits, and
- * above them a version that every allocation marking the node (T15) increments. */
+/* 1-level layout (buddy_flat.c): one 64-bit word per node: the five status bits, and
+ * above them a 59-bit version that every allocation marking the node (T15) increments. */
 
-#define NODE_STATUS   SLOT_MASK
-#define NODE_VERSION1 (1u << SLOT_BITS)
+#define NODE_STATUS   ((uint64_t)SLOT_MASK)
+#define NODE_VERSION1 ((uint64_t)1 << SLOT_BITS)
 
 static inline bool flat_is_free(const struct buddy *b, uint64_t n)
 {
@@ -124,8 +127,9 @@ static inline bool flat_is_free(const struct buddy *b, uint64_t n)
 
 /* ---------------------------------------------------------------------------------- */
 /* Packed layout (§3.6.2, buddy_packed.c). A node is located by its bunch word and the range of
- * slots under it: bunch k has its root at level base_level + 4k and its slots at level min(root +
- * 3, depth). */
+ * slots under it: bunch level k has its roots at buddy_bunch_root_level(k) and its slots at the
+ * level above the next bunch level's roots (the leaves for the last); counted from
+ * base_level - bunch_gap, bunch level k covers levels 3k .. 3k + 2. */
 
 struct position {
     _Atomic uint64_t *word;
@@ -139,9 +143,10 @@ struct position {
 static inline void packed_locate(const struct buddy *b, uint64_t n, unsigned level,
                                  struct position *pos)
 {
-    unsigned k = (level - b->base_level) >> 2;
-    unsigned root_level = b->base_level + 4 * k;
-    unsigned bottom = root_level + 3 < b->depth ? root_level + 3 : b->depth;
+    unsigned k = (level - b->base_level + b->bunch_gap) / BUDDY_BUNCH_HEIGHT;
+    unsigned root_level = buddy_bunch_root_level(b, k);
+    unsigned bottom =
+        b->base_level - b->bunch_gap + BUDDY_BUNCH_HEIGHT * k + BUDDY_BUNCH_HEIGHT - 1;
     uint64_t root = n >> (level - root_level);
     uint64_t first = (n << (bottom - level)) - (root << (bottom - root_level));
     unsigned count = 1u << (bottom - level);

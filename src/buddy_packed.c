@@ -1,44 +1,52 @@
 /*
  * buddy_packed: the packed layout of the buddy tree (NBBS §3.6.2; src/buddy.h, buddy_create
- * with BUDDY_PACKED: the layout the heap uses). Levels are grouped four at a time into
- * "bunches"; a bunch (a node and its descendants three levels down) is one 64-bit word
- * holding only the five bits of each of its eight bottom nodes ("slots"), and a version
- * in its top 24 bits. The state of an inner node of a bunch is derived from its slots:
+ * with BUDDY_PACKED: the layout the heap uses). Levels are grouped three at a time into
+ * "bunches"; a bunch (a node and its descendants two levels down) is one 64-bit word
+ * holding only the five bits of each of its four bottom nodes ("slots"), and a version
+ * in its top 44 bits. The state of an inner node of a bunch is derived from its slots:
  * occupied-on-a-side = any occupancy bit in that side's slots, coalescing = any
  * coalescing bit there, and a node is allocated by setting all its slots to BUSY. One RMW
- * then updates four levels; the climbs step from a bunch root to the slot above it, a
- * bottom node of the next bunch up. On these words it implements NBBS Alg. 3 (TRYALLOC,
- * lines T1-T16), Alg. 4 (FREENODE, F5-F22) and Alg. 5 (UNMARK, U1-U13), with the fixes
- * of the two races of the release path (src/buddy_impl.h), and asserts the invariants of
- * a live chunk. buddy.c scans (Alg. 2) and calls these.
+ * then updates three levels; the climbs step from a bunch root to the slot above it, a
+ * bottom node of the next bunch up. The paper packs four levels (eight slots), which
+ * leaves 24 bits of version: too few (src/buddy_impl.h, the second race). On these words
+ * it implements NBBS Alg. 3 (TRYALLOC, lines T1-T16), Alg. 4 (FREENODE, F5-F22) and
+ * Alg. 5 (UNMARK, U1-U13), with the fixes of the two races of the release path
+ * (src/buddy_impl.h), and asserts the invariants of a live chunk. buddy.c scans (Alg. 2)
+ * and calls these.
  */
 #include "buddy_impl.h"
 
 #include "invariant.h"
 #include "park.h"
 
-/* SLOT_REP has bit 5i set for the eight slots of a bunch word (slot i at bit 5i), so
+/* The slots of a bunch word, and SLOT_REP with bit 5i set for each slot i, so that
  * (v * SLOT_REP) repeats a 5-bit value in every slot. */
-#define SLOT_REP ((uint64_t)0x0842108421)
-#define BUSY_REP ((uint64_t)BUSY * SLOT_REP)
-#define OCC_REP  ((uint64_t)OCC * SLOT_REP)
-#define COAL_REP ((uint64_t)COAL_BOTH * SLOT_REP)
-/* Bits 40-63 of a bunch word: its version, incremented by every allocation that marks
+#define BUNCH_SLOTS (1u << (BUDDY_BUNCH_HEIGHT - 1))
+#define SLOT_REP    ((uint64_t)0x8421)
+#define BUSY_REP    ((uint64_t)BUSY * SLOT_REP)
+#define OCC_REP     ((uint64_t)OCC * SLOT_REP)
+#define COAL_REP    ((uint64_t)COAL_BOTH * SLOT_REP)
+/* Bits 20-63 of a bunch word: its version, incremented by every allocation that marks
  * one of its slots from below (T15); see UNMARK. */
-#define WORD_VERSION1 ((uint64_t)1 << (8 * SLOT_BITS))
+#define WORD_VERSION1 ((uint64_t)1 << (BUNCH_SLOTS * SLOT_BITS))
+_Static_assert(SLOT_REP == ((uint64_t)1 << (BUNCH_SLOTS * SLOT_BITS)) / SLOT_MASK,
+               "SLOT_REP has one bit per slot");
 
 /* The slot above bunch root `child` (at child_level > base_level): the parent of child,
- * a bottom node of the bunch four levels up, whose slots are always all at its level. */
+ * a bottom node of the bunch level above (BUDDY_BUNCH_HEIGHT levels, fewer for the top
+ * one), whose slots are always all at its level. */
 static inline void packed_locate_parent(const struct buddy *b, uint64_t child, unsigned child_level,
                                         struct position *up)
 {
-    unsigned k = (child_level - b->base_level) >> 2;
-    uint64_t root = child >> 4;
-    up->word = &b->words[b->bunch_offset[k - 1] + (root - ((uint64_t)1 << (child_level - 4)))];
-    up->shift = (unsigned)((child >> 1) & 7) * SLOT_BITS;
+    unsigned k = (child_level - b->base_level + b->bunch_gap) / BUDDY_BUNCH_HEIGHT;
+    unsigned root_level = buddy_bunch_root_level(b, k - 1);
+    unsigned height = child_level - root_level;
+    uint64_t root = child >> height;
+    up->word = &b->words[b->bunch_offset[k - 1] + (root - ((uint64_t)1 << root_level))];
+    up->shift = (unsigned)((child >> 1) & ((1u << (height - 1)) - 1)) * SLOT_BITS;
     up->count = 1;
     up->mask = (uint64_t)SLOT_MASK << up->shift;
-    up->root_level = child_level - 4;
+    up->root_level = root_level;
     up->root = root;
 }
 

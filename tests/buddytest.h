@@ -3,8 +3,8 @@
  * back to its initial state (every node and every index entry zero); and the nodes that
  * are not, printed for a failure report. They read struct buddy (src/buddy.h) directly;
  * the status bits are NBBS Table 1 as src/buddy_impl.h defines them: the low five bits of a
- * 1-level node, five bits per slot in the low 40 bits of a packed bunch word. The bits
- * above are versions, which stay.
+ * 1-level node, five bits per slot in the low 20 bits of a packed bunch word (four
+ * slots). The bits above are versions, which stay.
  */
 #ifndef LFHEAP_BUDDYTEST_H
 #define LFHEAP_BUDDYTEST_H
@@ -17,13 +17,13 @@
 #include "buddy.h"
 
 #define BUDDYTEST_NODE_STATUS 0x1fu
-#define BUDDYTEST_WORD_SLOTS  ((UINT64_C(1) << 40) - 1)
+#define BUDDYTEST_WORD_SLOTS  ((UINT64_C(1) << (5 << (BUDDY_BUNCH_HEIGHT - 1))) - 1)
 
 static inline size_t buddytest_words(const struct buddy *b)
 {
     size_t words = 0;
     for (unsigned k = 0; k < b->bunch_levels; k++)
-        words += (size_t)1 << (b->base_level + 4 * k);
+        words += (size_t)1 << buddy_bunch_root_level(b, k);
     return words;
 }
 
@@ -58,7 +58,7 @@ static inline bool buddytest_tree_empty(const struct buddy *b)
 
 /* Prints the geometry and up to `limit` nodes (1-level) or bunches (packed) that are not
  * zero, with their status bits in hex (10 OCC, 02/01 occupied left/right, 08/04
- * coalescing left/right; a bunch shows its eight bottom slots), and the chunks index[]
+ * coalescing left/right; a bunch shows its bottom slots), and the chunks index[]
  * still records. */
 static inline void buddytest_print_tree(const struct buddy *b, unsigned limit)
 {
@@ -67,7 +67,7 @@ static inline void buddytest_print_tree(const struct buddy *b, unsigned limit)
             b->max_chunk, b->base_level, b->depth, b->flags);
     if (b->flags & BUDDY_PACKED) {
         for (unsigned k = 0; k < b->bunch_levels && limit; k++) {
-            unsigned root_level = b->base_level + 4 * k;
+            unsigned root_level = buddy_bunch_root_level(b, k);
             for (size_t i = 0; i < ((size_t)1 << root_level) && limit; i++) {
                 uint64_t w =
                     atomic_load_explicit(&b->words[b->bunch_offset[k] + i], memory_order_relaxed);
@@ -77,7 +77,7 @@ static inline void buddytest_print_tree(const struct buddy *b, unsigned limit)
                 fprintf(stderr,
                         "  bunch of node %zu (level %u), slots:", ((size_t)1 << root_level) + i,
                         root_level);
-                for (unsigned s = 0; s < 8; s++)
+                for (unsigned s = 0; s < (1u << (BUDDY_BUNCH_HEIGHT - 1)); s++)
                     fprintf(stderr, " %02x", (unsigned)(w >> (5 * s)) & 0x1f);
                 fprintf(stderr, "\n");
             }

@@ -110,7 +110,7 @@ static void case_buddy_node(unsigned flags)
     if (flags & BUDDY_PACKED) {
         size_t words = 0;
         for (unsigned k = 0; k < b->bunch_levels; k++)
-            words += (size_t)1 << (b->base_level + 4 * k);
+            words += (size_t)1 << buddy_bunch_root_level(b, k);
         for (size_t i = 0; i < words; i++)
             atomic_store(&b->words[i], 0);
     } else {

@@ -22,6 +22,7 @@
 #include "testutil.h"
 
 #include "arena.h"
+#include "buddy.h"
 #include "park.h"
 #include "tcache.h"
 
@@ -80,6 +81,8 @@ static _Atomic int park_state; /* PARK_* for the current point */
 static _Atomic uint64_t hits[PARK_POINT_COUNT];
 static __thread bool in_victim; /* the victim and its helper threads */
 static sem_t parked_sem, release_sem;
+/* A thread that must be resumed apart from another parked one waits on its own. */
+static __thread sem_t *own_release;
 
 /* The point at which this thread dies, after passing it die_skip times; -1: none. */
 static __thread int die_at = -1;
@@ -110,7 +113,7 @@ static void park_here(enum park_point point)
     if (!atomic_compare_exchange_strong(&park_state, &expected, PARK_PARKED))
         return;
     sem_post(&parked_sem);
-    while (sem_wait(&release_sem) != 0)
+    while (sem_wait(own_release ? own_release : &release_sem) != 0)
         ;
 }
 
@@ -1276,6 +1279,99 @@ static bool dirty_pop_wrap(const char *name)
     return ok;
 }
 
+/* A buddy UNMARK stopped before its CAS (U11) while one chunk below is allocated and
+ * freed 2^24 times: before 2026-12-07 the packed tree's bunch words had a 24-bit version,
+ * which wrapped, so the resumed CAS cleared the side bit of a live chunk and the chunk
+ * above it could be handed out over it (found by a review). The schedule, on a buddy of
+ * its own whose scans start at the left (no hints), so that every chunk lands where the
+ * schedule needs it:
+ * - release A of leaf 0 marks the parent p of its bunch coalescing on its side, finds
+ *   the bunch free and stops in UNMARK before its CAS on p's word;
+ * - leaf 0 is taken again (p's version + 1) and release B of it stops before it marks p
+ *   (F11), its slot still taken;
+ * - leaf 1 is taken and freed 2^24 - 2 times: each allocation bumps p's version and
+ *   clears its coalescing bit, each release sets it again;
+ * - leaf 1 is taken (the live chunk), B resumes and marks p coalescing: p's word now
+ *   reads what A read, 2^24 versions later; A resumes.
+ * Then no chunk of any size may contain the live leaf. */
+struct wrap_release {
+    struct buddy *b;
+    void *chunk;
+    sem_t release;
+};
+
+static void *wrap_releaser(void *arg)
+{
+    struct wrap_release *r = arg;
+    in_victim = true;
+    own_release = &r->release;
+    REQUIRE(buddy_free(r->b, r->chunk));
+    return NULL;
+}
+
+static bool wrap_park(pthread_t *t, struct wrap_release *r, int point)
+{
+    atomic_store(&park_state, PARK_WAITING);
+    atomic_store(&armed, point);
+    REQUIRE(pthread_create(t, NULL, wrap_releaser, r) == 0);
+    return wait_parked();
+}
+
+static bool buddy_unmark_wrap(const char *name)
+{
+    const size_t size = 4 << 20, min = 4096;
+    const long cycles = (1L << 24) - 2; /* the old version's wrap, less A's two */
+    struct buddy *b = buddy_create(NULL, size, min, 0, BUDDY_PACKED | BUDDY_NO_HINTS);
+    REQUIRE(b);
+    char *leaf0 = buddy_alloc(b, min);
+    REQUIRE(leaf0 == buddy_base(b));
+    struct wrap_release a = {.b = b, .chunk = leaf0}, r_b = {.b = b, .chunk = leaf0};
+    REQUIRE(sem_init(&a.release, 0, 0) == 0 && sem_init(&r_b.release, 0, 0) == 0);
+    pthread_t ta, tb;
+    bool a_parked = wrap_park(&ta, &a, PARK_BUDDY_UNMARK);
+    bool b_parked = false, cycled = false;
+    char *live = NULL;
+    if (a_parked && buddy_alloc(b, min) == leaf0) {
+        b_parked = wrap_park(&tb, &r_b, PARK_BUDDY_FREE_CLIMB);
+        cycled = b_parked;
+        for (long i = 0; i < cycles && cycled; i++) {
+            char *p = buddy_alloc(b, min);
+            cycled = p == leaf0 + min && buddy_free(b, p);
+        }
+        live = buddy_alloc(b, min);
+    }
+    atomic_store(&armed, -1);
+    if (b_parked) {
+        REQUIRE(sem_post(&r_b.release) == 0);
+        pthread_join(tb, NULL);
+    }
+    if (a_parked) {
+        REQUIRE(sem_post(&a.release) == 0);
+        pthread_join(ta, NULL);
+    }
+    /* Largest first: an allocation inside the live chunk's bunch would mark p again. */
+    bool apart = live == leaf0 + min;
+    for (size_t chunk = size; apart && chunk > min; chunk /= 2) {
+        char *c = buddy_alloc(b, chunk);
+        apart = !c || live < c || live >= c + chunk;
+        if (c && apart)
+            REQUIRE(buddy_free(b, c));
+    }
+    bool freed = live && buddy_free(b, live);
+    char *whole = freed ? buddy_alloc(b, size) : NULL;
+    bool ok = a_parked && b_parked && cycled && apart && whole == buddy_base(b);
+    printf("%s %s: UNMARK parked: %s; a release parked before it marks: %s; %ld allocations "
+           "and frees below meanwhile: %s; no chunk of any size over the live one: %s; "
+           "everything freed, the whole region allocated again: %s\n",
+           ok ? "PASS" : "FAIL", name, a_parked ? "yes" : "NO", b_parked ? "yes" : "NO", cycles,
+           cycled ? "yes" : "NO", apart ? "yes" : "NO", whole == buddy_base(b) ? "yes" : "NO");
+    fflush(stdout);
+    sem_destroy(&a.release);
+    sem_destroy(&r_b.release);
+    buddy_destroy(b);
+    return ok;
+}
+
 static bool selected(int argc, char **argv, const char *name)
 {
     bool chosen = argc <= 2;
@@ -1310,10 +1406,14 @@ int main(int argc, char **argv)
             failed++;
     }
     /* Points of their own, each in a process of its own (tests/suites/park.sh), as they
-     * need their own purge delays. */
+     * need their own purge delays, or (buddy.unmark_wrap) seconds of churn. */
     if (argc > 2 && selected(argc, argv, "arena.tail_reregistered")) {
         ran++;
         failed += !tail_reregistered("arena.tail_reregistered");
+    }
+    if (argc > 2 && selected(argc, argv, "buddy.unmark_wrap")) {
+        ran++;
+        failed += !buddy_unmark_wrap("buddy.unmark_wrap");
     }
     if (argc > 2 && selected(argc, argv, "arena.dirty_pop_wrap")) {
         ran++;

@@ -20,6 +20,9 @@ run park-uncached-tail build/t-park/test_uncached_tail
 # A dirty stack's pop stopped while one run is popped and pushed 2^27 times: nothing is
 # handed out twice (a minute's purge delay, so that no purge reorders the stack).
 run park-dirty-pop-wrap env LFHEAP_PURGE_MS=60000 build/t-park/test_parking 0 arena.dirty_pop_wrap
+# A buddy UNMARK stopped before its CAS while one chunk below is allocated and freed 2^24
+# times (the old 24-bit version's period): no chunk is handed out over a live one.
+run park-buddy-unmark-wrap build/t-park/test_parking 0 buddy.unmark_wrap
 # A purge stopped after it found a block's tail due, while the block's run is freed and
 # registered again by a new block: the new block's tail stays (a second's delay).
 run park-tail-reregistered env LFHEAP_PURGE_MS=1000 build/t-park/test_parking 0 \
