@@ -39,7 +39,7 @@
 #define MAX_RUNS    15
 
 enum kind { NBBS_1LVL, NBBS_4LVL, SPIN, MMAP, KINDS };
-static const char *kind_name[KINDS] = {"nbbs-1lvl", "nbbs-4lvl", "spin-buddy", "mmap"};
+static const char *kind_name[KINDS] = {"nbbs-1lvl", "nbbs-packed", "spin-buddy", "mmap"};
 
 enum scenario { CACHED, LINUX, THREAD, OCCUPANCY, SCENARIOS };
 static const char *scenario_name[SCENARIOS] = {"cached", "linux", "thread", "occupancy"};
