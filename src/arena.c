@@ -1975,6 +1975,56 @@ static struct arena *arena_newest(void)
 }
 
 #if PARK_ENABLED
+/* Whether `run` is the start of a run on some dirty stack; only while no thread is inside
+ * lfheap, as arena_busy_runs. */
+static bool dirty_listed(const char *run)
+{
+    for (unsigned row = 0; row < DIRTY_ROWS; row++)
+        for (unsigned cls = 0; cls < ARENA_CLASSES; cls++) {
+            /* Relaxed: nobody else is inside lfheap. */
+            const char *p =
+                dirty_top(atomic_load_explicit(dirty_stack(row, cls), memory_order_relaxed));
+            while (p) {
+                if (p == run)
+                    return true;
+                struct arena *a = arena_of(p);
+                p = (const char *)atomic_load_explicit(&a->next[chunk_page(a, p)],
+                                                       memory_order_relaxed);
+            }
+        }
+    return false;
+}
+
+/* Whether the page at `p` is free in its arena's buddy (taken and given straight back). */
+static bool page_free(struct arena *a, char *p)
+{
+    if (!buddy_alloc_at(a->buddy, p, ARENA_MIN_CHUNK))
+        return false;
+    buddy_free(a->buddy, p);
+    return true;
+}
+
+void arena_busy_runs(void (*seen)(const char *start, size_t bytes, bool listed))
+{
+    for (struct arena *a = arena_newest(); a; a = a->older) {
+        if (buddy_alloc_at(a->buddy, a->base, a->backed)) {
+            buddy_free(a->buddy, a->base);
+            continue;
+        }
+        for (char *p = a->base, *end = a->base + a->backed; p < end;) {
+            if (page_free(a, p)) {
+                p += ARENA_MIN_CHUNK;
+                continue;
+            }
+            char *q = p + ARENA_MIN_CHUNK;
+            while (q < end && !page_free(a, q))
+                q += ARENA_MIN_CHUNK;
+            seen(p, (size_t)(q - p), dirty_listed(p));
+            p = q;
+        }
+    }
+}
+
 unsigned arena_busy_count(void)
 {
     unsigned busy = 0;

@@ -133,6 +133,11 @@ void arena_purger_start(void);
  * thread is inside lfheap and after malloc_trim, when nothing should be: then any arena
  * it counts holds a chunk that was lost. */
 unsigned arena_busy_count(void);
+
+/* Test-only, under the same conditions: calls `seen` for every range of pages in use
+ * inside the arenas arena_busy_count counts, with whether a dirty stack lists the range's
+ * first page as a freed run (what a failed check reports). */
+void arena_busy_runs(void (*seen)(const char *start, size_t bytes, bool listed));
 #endif
 
 /* How many arenas are mapped (they are never unmapped): what every build's statistics

@@ -23,6 +23,8 @@
 
 #include "arena.h"
 #include "buddy.h"
+#include "heap_types.h"
+#include "pagemap.h"
 #include "park.h"
 #include "tcache.h"
 
@@ -697,6 +699,31 @@ static unsigned arenas_busy_after_trims(void)
     return busy;
 }
 
+/* What a failed arena check found in use: each range, and what holds it. */
+static void busy_run_seen(const char *start, size_t bytes, bool listed)
+{
+    printf("    in use: %p, %zu KiB:", (const void *)start, bytes >> 10);
+    struct descriptor *d = pagemap_desc_or_null(start);
+    if (listed) {
+        printf(" a freed run on a dirty stack\n");
+    } else if (!d) {
+        printf(" no descriptor and on no dirty stack\n");
+    } else if (d->class_index == HEAP_CLASS_LARGE) {
+        printf(" a large block of %zu bytes at %p\n", d->size, (void *)d->start);
+    } else {
+        uint64_t anchor = atomic_load(&d->anchor);
+        printf(" a superblock at %p of %u blocks of %u bytes, anchor state %u with %u free\n",
+               (void *)d->start, d->max_count, d->block_size, anchor_state(anchor),
+               anchor_count(anchor));
+    }
+}
+
+static void report_busy(void)
+{
+    arena_busy_runs(busy_run_seen);
+    fflush(stdout);
+}
+
 /* Takes two blocks of `size` bytes, fills them, and frees them: true if they were apart
  * (a run or block handed out twice gives the same one twice: it then goes back once),
  * *intact if both kept their bytes. */
@@ -814,6 +841,7 @@ static bool run_point(int point, long ops)
     if (busy) {
         printf("FAIL %s: %u arena(s) not entirely free after everything was freed\n", current_point,
                busy);
+        report_busy();
         ok = false;
     }
     if (!works) {
@@ -1130,6 +1158,8 @@ static bool large_free_while_tail_trimmed(const char *name)
            "free afterwards: %u; heap works: %s\n",
            ok ? "PASS" : "FAIL", name, parked ? "yes" : "NO", intact_before ? "yes" : "NO",
            apart ? "yes" : "NO", intact ? "yes" : "NO", busy, works ? "yes" : "NO");
+    if (busy)
+        report_busy();
     fflush(stdout);
     return ok;
 }
