@@ -136,9 +136,12 @@ void *api_alloc_tracked(const struct heap_props *props, bool clear)
     struct descriptor *desc = pagemap_desc_of_own(block);
     heap_props_set(desc, block, props);
     debug_born(desc, block, size);
-    /* Pages fresh from the kernel or decommitted read as zeros already. */
+    /* Pages fresh from the kernel or decommitted read as zeros already (which memcheck
+     * is told only here: to malloc, their bytes are undefined). */
     if (clear && !zeroed)
         zero_usable(desc, block, size);
+    else if (clear)
+        vgclient_zeros(block, usable_size(desc));
     return block;
 }
 

@@ -645,7 +645,7 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
         if (!d->large_guarded)
             secure_guard_put();
     }
-    vgclient_alloc(start, bytes, *zeroed);
+    vgclient_alloc(start, bytes);
     STATS_ADD(d->os_backed ? STATS_HUGE_ALLOCATED : STATS_LARGE_ALLOCATED, 1);
     STATS_ADD(d->os_backed ? STATS_HUGE_BYTES_IN : STATS_LARGE_BYTES_IN, bytes);
     return start;
@@ -833,7 +833,7 @@ void *heap_large_move_out(struct descriptor *desc, size_t size, size_t align, si
         return NULL;
     }
     d->large_guarded = false;
-    vgclient_alloc(start, bytes, false);
+    vgclient_alloc(start, bytes);
     STATS_ADD(STATS_HUGE_ALLOCATED, 1);
     STATS_ADD(STATS_HUGE_BYTES_IN, bytes);
     return start;

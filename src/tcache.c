@@ -559,7 +559,7 @@ static void *alloc_uncached(unsigned cls)
      * pass for live ones) and set the anchor's tail to none over the one that cache may
      * give back meanwhile, losing those blocks. */
     heap_give_back(fill.desc, rest, rest_last, rest_count, has_range ? fill.bump : NULL);
-    vgclient_alloc(block, size, false);
+    vgclient_alloc(block, size);
     /* After the block is the program's for memcheck, so that the cleared mark reads as
      * defined: free compares it, and memcheck would report the comparison of a word the
      * program never wrote. */

@@ -36,10 +36,18 @@ LFH_INLINE bool vgclient_running(void)
 }
 
 /* `size` bytes at `block` now belong to the program (the whole block: what
- * malloc_usable_size reports), undefined unless `zeroed`. */
-LFH_INLINE void vgclient_alloc(void *block, size_t size, bool zeroed)
+ * malloc_usable_size reports), undefined: malloc promises no contents, so a decision on
+ * them is reported even where the pages read as zeros (a fresh chunk or mapping). */
+LFH_INLINE void vgclient_alloc(void *block, size_t size)
 {
-    VALGRIND_MALLOCLIKE_BLOCK(block, size, 0, zeroed);
+    VALGRIND_MALLOCLIKE_BLOCK(block, size, 0, 0);
+}
+
+/* `size` bytes at `block` read as zeros without a store (fresh or decommitted pages that a
+ * zero-filled block skipped its memset for): defined from now on. */
+LFH_INLINE void vgclient_zeros(void *block, size_t size)
+{
+    VALGRIND_MAKE_MEM_DEFINED(block, size);
 }
 
 /* The program gave the block back: memcheck reports any later access by the program. */
@@ -86,11 +94,15 @@ LFH_INLINE bool vgclient_running(void)
 {
     return false;
 }
-LFH_INLINE void vgclient_alloc(void *block, size_t size, bool zeroed)
+LFH_INLINE void vgclient_alloc(void *block, size_t size)
 {
     (void)block;
     (void)size;
-    (void)zeroed;
+}
+LFH_INLINE void vgclient_zeros(void *block, size_t size)
+{
+    (void)block;
+    (void)size;
 }
 LFH_INLINE void vgclient_free(void *block)
 {

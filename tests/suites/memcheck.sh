@@ -54,6 +54,7 @@ status=$?
 missing=""
 for want in "Invalid read of size 1" "Invalid write of size 1" \
             "Conditional jump or move depends on uninitialised value" \
+            "decide_on_fresh_run" "decide_on_fresh_mapping" \
             "80 bytes in 1 blocks are definitely lost" "tcache_alloc_slow" "heap_large_alloc"; do
     printf '%s\n' "$out" | grep -qF "$want" || missing="$missing [$want]"
 done
