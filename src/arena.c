@@ -2020,10 +2020,12 @@ static bool dirty_listed(const char *run)
     return false;
 }
 
-/* Whether the page at `p` is free in its arena's buddy (taken and given straight back). */
-static bool page_free(struct arena *a, char *p)
+/* Whether the chunk of `size` bytes at `p` is free in its arena's buddy: taken and given
+ * straight back. For the chunk of all the arena's mapped bytes, only if every chunk of
+ * the arena was released and coalesced (buddy.h). */
+static bool chunk_free_in_buddy(struct arena *a, char *p, size_t size)
 {
-    if (!buddy_alloc_at(a->buddy, p, ARENA_MIN_CHUNK))
+    if (!buddy_alloc_at(a->buddy, p, size))
         return false;
     buddy_free(a->buddy, p);
     return true;
@@ -2032,20 +2034,16 @@ static bool page_free(struct arena *a, char *p)
 void arena_busy_runs(void (*seen)(const char *start, size_t bytes, bool listed))
 {
     for (struct arena *a = arena_newest(); a; a = a->older) {
-        if (buddy_alloc_at(a->buddy, a->base, a->backed)) {
-            buddy_free(a->buddy, a->base);
+        if (chunk_free_in_buddy(a, a->base, a->backed))
             continue;
-        }
+        /* Each range of pages in use, then the free page that ends it, skipped. */
         for (char *p = a->base, *end = a->base + a->backed; p < end;) {
-            if (page_free(a, p)) {
-                p += ARENA_MIN_CHUNK;
-                continue;
-            }
-            char *q = p + ARENA_MIN_CHUNK;
-            while (q < end && !page_free(a, q))
+            char *q = p;
+            while (q < end && !chunk_free_in_buddy(a, q, ARENA_MIN_CHUNK))
                 q += ARENA_MIN_CHUNK;
-            seen(p, (size_t)(q - p), dirty_listed(p));
-            p = q;
+            if (q != p)
+                seen(p, (size_t)(q - p), dirty_listed(p));
+            p = q + ARENA_MIN_CHUNK;
         }
     }
 }
@@ -2053,14 +2051,8 @@ void arena_busy_runs(void (*seen)(const char *start, size_t bytes, bool listed))
 unsigned arena_busy_count(void)
 {
     unsigned busy = 0;
-    for (struct arena *a = arena_newest(); a; a = a->older) {
-        /* The chunk of all its mapped bytes is free only if every chunk of the arena was
-         * released and coalesced (buddy.h); give it straight back. */
-        if (buddy_alloc_at(a->buddy, a->base, a->backed))
-            buddy_free(a->buddy, a->base);
-        else
-            busy++;
-    }
+    for (struct arena *a = arena_newest(); a; a = a->older)
+        busy += !chunk_free_in_buddy(a, a->base, a->backed);
     return busy;
 }
 #endif
