@@ -718,8 +718,11 @@ LFH_INLINE struct descriptor *resized_block(enum lfh_stats_routine routine, cons
 {
     struct descriptor *desc = api_block_descriptor(ptr, name);
     size_t request;
-    if (debug_check(name, ptr, desc, true, &request))
+    if (debug_check(name, ptr, desc, true, &request)) {
+        if (desc->class_index < HEAP_CLASS_LARGE)
+            secure_check_canary(ptr, desc->block_size, name);
         return desc;
+    }
     counted(routine, size, NULL);
     return NULL;
 }
@@ -785,10 +788,13 @@ LFH_EXPORT void *lfh_realloc(void *ptr, size_t size)
      * no block start; they and dead blocks take the general path, which reports them. */
     if (!API_INSTRUMENTED && LFH_LIKELY(size - 1 < PTRDIFF_MAX)) {
         struct descriptor *desc = pagemap_desc_or_foreign(ptr);
-        if (LFH_LIKELY(heap_block_live(desc, ptr)))
+        if (LFH_LIKELY(heap_block_live(desc, ptr))) {
+            if (SECURE_ENABLED && desc->class_index < HEAP_CLASS_LARGE)
+                secure_check_canary(ptr, desc->block_size, "realloc");
             return LFH_LIKELY(desc->class_index < SIZECLASS_COUNT)
                        ? realloc_plain_small(ptr, desc, size)
                        : realloc_block(ptr, desc, size, 0);
+        }
     }
     return api_realloc_call(LFH_STATS_REALLOC, "realloc", ptr, size, 0);
 }

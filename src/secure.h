@@ -126,15 +126,25 @@ LFH_INLINE void secure_check_reuse(void *block, size_t block_size, uint64_t mark
         secure_fail("write after free", "malloc", block);
 }
 
+/* The tail canary of a live small block of `block_size` bytes must be intact when
+ * `routine` lets go of it: free, or a resize before it moves or keeps the block, so that
+ * the report names the call the program made. */
+LFH_INLINE void secure_check_canary(const void *block, size_t block_size, const char *routine)
+{
+    if (!SECURE_ENABLED)
+        return;
+    uint64_t canary;
+    memcpy(&canary, (const char *)block + block_size - sizeof canary, sizeof canary);
+    if (LFH_UNLIKELY(canary != secure_canary(block)))
+        secure_fail("heap overflow", routine, block);
+}
+
 /* A live small block is freed: its tail canary must be intact; then it is filled. */
 LFH_INLINE void secure_check_free(void *block, size_t block_size)
 {
     if (!SECURE_ENABLED)
         return;
-    uint64_t canary;
-    memcpy(&canary, (char *)block + block_size - sizeof canary, sizeof canary);
-    if (LFH_UNLIKELY(canary != secure_canary(block)))
-        secure_fail("heap overflow", "free", block);
+    secure_check_canary(block, block_size, "free");
     uint64_t fill = atomic_load_explicit(&secure_keys.fill_word, memory_order_relaxed);
     if (LFH_UNLIKELY(atomic_load_explicit(&secure_keys.fill_whole, memory_order_relaxed))) {
         memset((char *)block + 16, (unsigned char)fill, block_size - 16);

@@ -3,6 +3,7 @@
  * a child process (this program run again with the case's name), whose exit status and
  * stderr are checked: by default the child aborts (SIGABRT) after one line naming the
  * error and the address; with LFHEAP_ABORT=0 it goes on and reaches the end of the case.
+ * With --secure (liblfheap-secure preloaded), the secure build's reports instead.
  * Also: correct calls report nothing, malloc_usable_size is the request size, and the
  * requested bytes left allocated are reported at exit less what malloc_unfreed()
  * declares.
@@ -262,6 +263,43 @@ static void case_clean(void)
     }
 }
 
+/* ---- the secure build's reports (--secure, run with liblfheap-secure preloaded) ----- */
+
+/* A small block whose 8 bytes after its usable size, its tail canary, were overwritten. */
+static char *overflowed_block(void)
+{
+    char *p = opaque(malloc(24));
+    size_t usable = malloc_usable_size(p);
+    for (size_t i = 0; i < 8; i++)
+        ((volatile char *)p)[usable + i] = 'x';
+    return p;
+}
+
+static void case_secure_overflow_free(void)
+{
+    free(overflowed_block());
+}
+
+static void case_secure_overflow_realloc_moves(void)
+{
+    free(realloc(overflowed_block(), 4000));
+}
+
+static void case_secure_overflow_realloc_stays(void)
+{
+    free(realloc(overflowed_block(), 20));
+}
+
+static void case_secure_overflow_realloc_zero(void)
+{
+    free(realloc(overflowed_block(), 0));
+}
+
+static void case_secure_overflow_reallocarray(void)
+{
+    free(reallocarray(overflowed_block(), 2, 2000));
+}
+
 struct test_case {
     const char *name;
     void (*run)(void);
@@ -297,6 +335,22 @@ static const struct test_case cases[] = {
     {"clean", case_clean, NULL, 0},
 };
 enum { CASES = sizeof cases / sizeof cases[0] };
+
+/* The secure build stops the program at the call that finds the overwritten canary, and
+ * names that call: a resize checks the block before it moves or keeps it. */
+static const struct test_case secure_cases[] = {
+    {"secure_double_free", case_double_free, "lfheap: double free: free(0x", 1},
+    {"secure_overflow_free", case_secure_overflow_free, "lfheap: heap overflow: free(0x", 1},
+    {"secure_overflow_realloc_moves", case_secure_overflow_realloc_moves,
+     "lfheap: heap overflow: realloc(0x", 1},
+    {"secure_overflow_realloc_stays", case_secure_overflow_realloc_stays,
+     "lfheap: heap overflow: realloc(0x", 1},
+    {"secure_overflow_realloc_zero", case_secure_overflow_realloc_zero,
+     "lfheap: heap overflow: realloc(0x", 1},
+    {"secure_overflow_reallocarray", case_secure_overflow_reallocarray,
+     "lfheap: heap overflow: reallocarray(0x", 1},
+};
+enum { SECURE_CASES = sizeof secure_cases / sizeof secure_cases[0] };
 
 /* ---- the parent -------------------------------------------------------------------- */
 
@@ -400,17 +454,49 @@ static void unfreed_bytes_less_malloc_unfreed(void)
     CHECK(strstr(o.err, "unfreed storage: 1,000 bytes requested and not freed") != NULL);
 }
 
+/* A secure case: the child dies of SIGABRT after one line, which names the misuse and
+ * the call; the secure build always aborts (LFHEAP_ABORT is the debug build's). */
+static void check_secure_case(const struct test_case *c)
+{
+    int before = test_failures;
+    struct outcome o;
+    run_child(c->name, (const char *const[]){NULL}, &o);
+    CHECK(WIFSIGNALED(o.status) && WTERMSIG(o.status) == SIGABRT);
+    CHECK(strstr(o.out, "continued") == NULL);
+    CHECK(strstr(o.err, c->message) != NULL);
+    CHECK(lfheap_lines(o.err) == 1);
+    if (test_failures != before)
+        fprintf(stderr, "case %s: status %#x\nstdout: %s\nstderr: %s\n", c->name, o.status, o.out,
+                o.err);
+    printf("%s %s\n", test_failures == before ? "PASS" : "FAIL", c->name);
+    fflush(stdout);
+}
+
+static const struct test_case *find_case(const char *name)
+{
+    for (int i = 0; i < CASES; i++)
+        if (strcmp(name, cases[i].name) == 0)
+            return &cases[i];
+    for (int i = 0; i < SECURE_CASES; i++)
+        if (strcmp(name, secure_cases[i].name) == 0)
+            return &secure_cases[i];
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 2 && strcmp(argv[1], "--secure") == 0) {
+        for (int i = 0; i < SECURE_CASES; i++)
+            check_secure_case(&secure_cases[i]);
+        return test_exit_status();
+    }
     if (argc == 2) {
-        for (int i = 0; i < CASES; i++) {
-            if (strcmp(argv[1], cases[i].name) == 0) {
-                cases[i].run();
-                say("continued\n");
-                return 0;
-            }
-        }
-        return 2;
+        const struct test_case *c = find_case(argv[1]);
+        if (!c)
+            return 2;
+        c->run();
+        say("continued\n");
+        return 0;
     }
     for (int i = 0; i < CASES; i++)
         check_case(&cases[i]);

@@ -37,6 +37,9 @@ run purge-secure env LD_PRELOAD="$lib" build/t-plain/test_purge
 run purge-regrow-secure env LFHEAP_PURGE_MS=0 LD_PRELOAD="$lib" build/t-plain/test_purge regrow
 run purge-at-exit-secure env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge exit
 run purge-phases-secure env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" build/t-plain/test_purge phases
+# Its reports: a double free, and an overwritten canary named by the call that found it
+# (free, or realloc and reallocarray before they move or keep the block).
+run reports-secure env LD_PRELOAD="$lib" build/t-plain/test_debug --secure
 # The API fuzzer's model (tests/fuzz_api.c): every usable byte written, canaries intact.
 run fuzz-api-secure build/t-secure/fuzz_api 150 0x5ec
 
