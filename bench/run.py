@@ -986,7 +986,7 @@ def real_lines(res, names, served, have_lfheap):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     ap.add_argument("--profile", choices=sorted(PROFILES), default="quick",
                     help="quick (make bench), full (make bench-full) or test")
     ap.add_argument("--groups", default="kernels,real",

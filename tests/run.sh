@@ -12,6 +12,13 @@
 # longest suites start first, so that they do not end up running alone at the end.
 set -u
 cd "$(dirname "$0")/.."
+# Run by hand rather than by `make test` (which built them first): the suites' programs
+# are built here, so that a checkout built with plain `make` can run any suite.
+if [ -z "${MAKELEVEL:-}" ] && ! make -s -j"$(nproc 2>/dev/null || echo 1)" test-bins >/dev/null; then
+    echo "tests/run.sh: make test-bins failed"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
 pass=0
 fail=0
 longest_first=(memcheck core buddy statsdebug install signals secure oom park)
