@@ -280,12 +280,16 @@ bool os_decommit(void *addr, size_t size)
 {
     if (os_fault())
         return false;
-    os_count(STATS_MADVISE_CALLS, size);
-    if (size <= DECOMMIT_PIECE)
+    if (size <= DECOMMIT_PIECE) {
+        os_count(STATS_MADVISE_CALLS, size);
         return platform_decommit(addr, size);
+    }
     bool done = true;
-    for (char *at = addr, *end = at + size; at < end; at = decommit_piece_end(at, end))
-        done &= platform_decommit(at, (size_t)(decommit_piece_end(at, end) - at));
+    for (char *at = addr, *end = at + size; at < end; at = decommit_piece_end(at, end)) {
+        size_t piece = (size_t)(decommit_piece_end(at, end) - at);
+        os_count(STATS_MADVISE_CALLS, piece);
+        done &= platform_decommit(at, piece);
+    }
     return done;
 }
 
@@ -358,6 +362,7 @@ static long decommit_ranges_call(const struct iovec *ranges, unsigned count)
                 into = 0;
             }
         }
+        os_count(STATS_MADVISE_CALLS, want);
         long got = decommit_call(batch, n);
         if (got < 0)
             return dropped == 0 ? -1 : dropped;
@@ -399,10 +404,6 @@ void os_decommit_ranges(const struct iovec *ranges, unsigned count, bool *clean)
         !vgclient_running() && ranges_kernel_new_enough()) {
         int saved_errno = errno;
         if (platform_thread_seccomp() == 0 && !os_fault()) {
-            size_t total = 0;
-            for (unsigned i = 0; i < count; i++)
-                total += ranges[i].iov_len;
-            os_count(STATS_MADVISE_CALLS, total);
             long dropped = decommit_ranges_call(ranges, count);
             if (dropped < 0) {
                 if (errno == ENOSYS || errno == EINVAL || errno == EBADF || errno == EPERM)
@@ -483,8 +484,10 @@ static char *move_out(void *old, size_t size, size_t new_size)
      * of the arena swappable after one move. A block in a locked mapping is copied, as
      * before; the probe of one page costs less than a copy of 2 MiB. A lock taken between
      * the probe and the move is not seen (docs/ARCHITECTURE.md). */
-    if (atomic_load_explicit(&move_out_unknown, memory_order_relaxed) || os_fault() ||
-        platform_mapping_locked(old))
+    if (atomic_load_explicit(&move_out_unknown, memory_order_relaxed) || os_fault())
+        return NULL;
+    os_count(STATS_MADVISE_CALLS, OS_PAGE_SIZE);
+    if (platform_mapping_locked(old))
         return NULL;
     os_count(STATS_MREMAP_CALLS, size);
     bool unknown_flag;

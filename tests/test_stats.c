@@ -414,6 +414,20 @@ static void os_calls_superblocks_and_large_blocks(void)
     CHECK(DELTA(madvise.calls) >= 1);
     CHECK(after.superblocks_live == after.superblocks_created - after.superblocks_released);
     CHECK(after.arenas >= 1 && after.arena_bytes == after.arenas * ((uint64_t)64 << 20));
+
+    /* A long decommit goes to the kernel in calls of at most 1 MiB (madvise) or 16 such
+     * pieces (process_madvise), and each call counts: 40 MiB is at least 3 calls. They
+     * counted as one before. */
+    const size_t run_size = (size_t)40 << 20;
+    char *run = lfh_malloc(run_size);
+    REQUIRE(run);
+    memset(run, 1, run_size);
+    before = after;
+    lfh_free(run);
+    lfh_malloc_trim(0);
+    snap(&after);
+    CHECK(DELTA(madvise.bytes) >= run_size);
+    CHECK(DELTA(madvise.calls) * ((uint64_t)16 << 20) >= DELTA(madvise.bytes));
 }
 
 /* ---- the reports ------------------------------------------------------------------ */
