@@ -207,8 +207,11 @@ int malloc_stats_fd(int fd);
 
 /* Debug builds (docs/DEBUGGING.md): a program may define this (llheap's hook) to
  * say how many requested bytes it leaves allocated on purpose; they are not reported as
- * unfreed at exit. A program that preloads the library must export it (-rdynamic). */
+ * unfreed at exit. A program that preloads the library must export it (-rdynamic).
+ * Every library exports llheap's default, which returns 0, as a weak malloc_unfreed
+ * (lfh_malloc_unfreed), so that a program that calls it without defining it links. */
 size_t malloc_unfreed(void);
+size_t lfh_malloc_unfreed(void);
 
 /* llheap's own names. Every release library exports them as weak symbols, so that a
  * program's own function of the same name takes precedence (and links with the static

@@ -77,7 +77,8 @@
     X(WEAK, malloc_zero_fill, lfh_malloc_zero_fill)                                                \
     X(WEAK, malloc_remote, lfh_malloc_remote)                                                      \
     X(WEAK, malloc_mmap_start, lfh_malloc_mmap_start)                                              \
-    X(WEAK, malloc_extend, lfh_malloc_extend)
+    X(WEAK, malloc_extend, lfh_malloc_extend)                                                      \
+    X(WEAK, malloc_unfreed, lfh_malloc_unfreed)
 
 /* stats_report.c: glibc's reports, and llheap's. */
 #define API_EXPORTS_STATS_REPORT(X)                                                                \

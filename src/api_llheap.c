@@ -222,6 +222,15 @@ LFH_EXPORT size_t lfh_malloc_extend(void)
     return ARENA_SIZE;
 }
 
+/* llheap's hook: a program defines malloc_unfreed to say how many requested bytes it
+ * leaves allocated on purpose, which the debug builds' report at exit leaves out
+ * (debug.c). This is llheap's default, none, exported as a weak malloc_unfreed that the
+ * program's definition replaces, so that a program that only calls it links too. */
+LFH_EXPORT size_t lfh_malloc_unfreed(void)
+{
+    return 0;
+}
+
 /* ---- llheap's names --------------------------------------------------------------- */
 
 API_EXPORTS(API_EXPORTS_LLHEAP)

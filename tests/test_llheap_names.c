@@ -90,6 +90,8 @@ static void control_and_statistics_names_reach_lfheap(void)
 {
     CHECK(malloc_mmap_start() == lfh_malloc_mmap_start() && malloc_mmap_start() > 0);
     CHECK(malloc_extend() == lfh_malloc_extend());
+    /* llheap's hook, which this program does not define: the library's default. */
+    CHECK(malloc_unfreed() == 0 && lfh_malloc_unfreed() == 0);
     int fds[2];
     REQUIRE(pipe(fds) == 0);
     int previous = malloc_stats_fd(fds[1]);

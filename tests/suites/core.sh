@@ -216,7 +216,7 @@ fi
 llheap_names="aalloc amemalign cmemalign resize resizearray aligned_resize aligned_resizearray
     aligned_realloc aligned_reallocarray posix_realloc posix_reallocarray posix_aligned_realloc
     posix_aligned_reallocarray malloc_size malloc_alignment malloc_zero_fill malloc_remote
-    malloc_mmap_start malloc_extend malloc_stats_fd malloc_stats_clear heap_stats"
+    malloc_mmap_start malloc_extend malloc_unfreed malloc_stats_fd malloc_stats_clear heap_stats"
 weak=$(nm -D --defined-only "$lib" | awk '$2 == "W" {print $3}')
 not_weak=""
 for sym in $llheap_names; do
