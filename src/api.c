@@ -49,7 +49,7 @@ static void *large_alloc(size_t size, size_t align, bool *zeroed)
     int saved_errno = errno;
     void *block = heap_large_alloc(size, align, zeroed);
     errno = saved_errno;
-    tcache_purger_poll();
+    tcache_purger_poll(false);
     return block;
 }
 
@@ -61,7 +61,7 @@ static void large_free(void *ptr, struct descriptor *desc)
     tcache_setup_for_large();
     if (!heap_large_free(desc) && SECURE_ENABLED)
         secure_fail("double free", "free", ptr);
-    tcache_purger_poll();
+    tcache_purger_poll(true);
 }
 
 static void *large_resize(struct descriptor *desc, size_t size, size_t align)
@@ -71,7 +71,7 @@ static void *large_resize(struct descriptor *desc, size_t size, size_t align)
     int saved_errno = errno;
     void *block = heap_large_resize(desc, size, align);
     errno = saved_errno;
-    tcache_purger_poll();
+    tcache_purger_poll(false);
     return block;
 }
 

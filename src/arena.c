@@ -1446,8 +1446,17 @@ static void *purger_main(void *arg)
     }
 }
 
-void arena_purger_start(void)
+void arena_purger_start(bool freeing)
 {
+    /* A free may run inside glibc's own bookkeeping of threads: pthread_join, and a
+     * detached thread's exit, free the dead thread's TLS while they hold the lock of
+     * glibc's stack cache, which pthread_create takes too, so a purger started there
+     * waited on its own thread for good (a forked child that joined a thread: the fork
+     * made the child's next free a purge tick). A free starts it only while the process
+     * has one thread, where no join or exit can be under way; otherwise the request stays
+     * for this thread's next allocation that takes a slow path. */
+    if (freeing && !os_single_threaded())
+        return;
     arena_purger_wanted = false;
     int saved_errno = errno; /* the program's, which no successful call may change */
     _Atomic uint64_t *word = purger_beat(true);
@@ -1470,6 +1479,12 @@ void arena_purger_start(void)
                                                     memory_order_relaxed);
     }
     errno = saved_errno;
+}
+
+void arena_fork_tick(void)
+{
+    if (arena_purger_wanted && !os_single_threaded())
+        arena_purge_all();
 }
 
 void arena_tick(void)

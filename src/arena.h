@@ -121,11 +121,21 @@ extern __thread bool arena_purger_wanted __attribute__((visibility("hidden")));
  * Relaxed updates and reads: the count orders nothing. */
 extern _Atomic uint32_t arena_cached_threads __attribute__((visibility("hidden")));
 
+/* The first purge tick of a forked child's thread (a free), after arena_tick: if the
+ * child wants its own purger and this free may not start one (the parent had threads:
+ * see arena_purger_start), every freed run goes back now. What the child inherited
+ * waits for no later slow path, and a page given back costs the child a fault where it
+ * would have cost one anyway, the copy of a page it shares with its parent. */
+void arena_fork_tick(void);
+
 /* Starts the purger unless it runs (or another thread is starting it); clears
  * arena_purger_wanted. pthread_create allocates: call it only where a malloc of the
  * calling thread is safe (no structure of its own half updated) and never from a signal
- * handler. A refused start is retried by a later tick. errno is left as it was. */
-void arena_purger_start(void);
+ * handler. `freeing`: called at the end of a free, which glibc may have called with a
+ * lock held that pthread_create takes; then it starts nothing unless the process has
+ * one thread, and the request stays. A refused start is retried by a later tick. errno
+ * is left as it was. */
+void arena_purger_start(bool freeing);
 
 #if PARK_ENABLED
 /* Test-only (the parking variant, park.h): how many mapped arenas are not entirely free

@@ -560,6 +560,11 @@ bool os_thread_start(void *(*fn)(void *), void *arg)
     return true;
 }
 
+bool os_single_threaded(void)
+{
+    return platform_single_threaded();
+}
+
 /* -1 until the first os_advise_huge reads LFHEAP_HUGEPAGES, then 0 or 1. */
 static _Atomic int huge_pages_on = -1;
 

@@ -110,6 +110,11 @@ void os_retry(void);
  * a signal handler. False if refused (no memory, too many threads): nothing started. */
 bool os_thread_start(void *(*fn)(void *), void *arg);
 
+/* Whether the process has had only the calling thread since it started or forked (no
+ * other thread can be in pthread_join or exiting); false where the C library does not
+ * tell. */
+bool os_single_threaded(void);
+
 /* Marks the range to read as zeros in a child made by fork (MADV_WIPEONFORK, Linux 4.14
  * on): a word kept there tells a child that what it describes ran in the parent. False
  * if the kernel refused (too old): the range is copied to children as usual. */

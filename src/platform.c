@@ -321,6 +321,14 @@ bool platform_thread_start(void *(*fn)(void *), void *arg)
     return refused == 0;
 }
 
+/* glibc 2.32 and later; weak, so that another C library leaves it NULL. */
+extern char __libc_single_threaded __attribute__((weak));
+
+bool platform_single_threaded(void)
+{
+    return &__libc_single_threaded != NULL && __libc_single_threaded != 0;
+}
+
 bool platform_at_fork_child(void (*fn)(void))
 {
     return pthread_atfork(NULL, NULL, fn) == 0;

@@ -178,6 +178,11 @@ long platform_max_map_count(void);
  * is as it was on return. False if refused. */
 bool platform_thread_start(void *(*fn)(void *), void *arg);
 
+/* Whether the process has only ever had the calling thread since it started or forked
+ * (glibc's __libc_single_threaded, which stays false once a thread was created); false
+ * where the C library does not say. */
+bool platform_single_threaded(void);
+
 /* Has `fn` run in the child of every later fork(), in its one thread, before fork
  * returns there (pthread_atfork). False if refused. */
 bool platform_at_fork_child(void (*fn)(void));

@@ -85,6 +85,9 @@ static inline void busy_leave(void)
  * /proc, that threads remain. */
 static __thread bool tcache_counted;
 
+/* Set in a forked child's thread until its first purge tick (after_fork_child). */
+static __thread bool fork_tick_pending;
+
 static _Atomic uint64_t tcache_last_id;
 
 /* Caches of exited threads, waiting for a new thread to adopt them whole (Streamflow's
@@ -167,13 +170,18 @@ static void live_count_leave(void)
  * to count. A relaxed store is enough: the child runs no other thread yet. Its next free
  * that stays in the cache takes the purge tick: a child that inherited its parent's freed
  * memory and lives on the fast paths (LFHEAP_BACKGROUND=1's child, whose purger starts at
- * a tick, held 200 MiB of it for good) purges what is due and starts its own purger at
- * once, rather than 65,536 frees later. Starting the purger here instead would make every
- * forked child multi-threaded, which some calls refuse (unshare of a user namespace). */
+ * a tick, held 200 MiB of it for good) purges what is due at once, rather than 65,536
+ * frees later, and starts its own purger there if the parent had no other thread; a free
+ * in a child of threads may be glibc's, inside a pthread_join (arena_purger_start), so
+ * that tick gives every freed run back instead (arena_fork_tick) and the purger starts
+ * at the child's first allocation that takes a slow path. Starting the purger here
+ * instead would make every forked child multi-threaded, which some calls refuse (unshare
+ * of a user namespace). */
 static void after_fork_child(void)
 {
     atomic_store_explicit(&arena_cached_threads, tcache_counted ? 1 : 0, memory_order_relaxed);
     tcache_self.free_ticks = 1;
+    fork_tick_pending = true;
     /* Forked by a key destructor that ran after this thread's cache was handed back: the
      * child lives on in this thread and sets up a new cache at its next call, instead of
      * being served block by block from the heap for the rest of its life (30 times the
@@ -649,7 +657,7 @@ void *tcache_alloc_slow(unsigned cls)
     busy_enter();
     void *block = alloc_slow(cls);
     busy_leave();
-    tcache_purger_poll();
+    tcache_purger_poll(false);
     return block;
 }
 
@@ -826,8 +834,12 @@ void tcache_tick(void)
     busy_enter();
     sweep_idle_classes(&tcache_self);
     arena_tick();
+    if (LFH_UNLIKELY(fork_tick_pending)) {
+        fork_tick_pending = false;
+        arena_fork_tick();
+    }
     busy_leave();
-    tcache_purger_poll();
+    tcache_purger_poll(true);
 }
 
 void tcache_flush(void *block)
@@ -835,7 +847,7 @@ void tcache_flush(void *block)
     busy_enter();
     flush_bin(block);
     busy_leave();
-    tcache_purger_poll();
+    tcache_purger_poll(true);
 }
 
 /* Buffers a block for its superblock's batch. The count goes up before the block joins
@@ -892,7 +904,7 @@ static LFH_NOINLINE void free_remote_rare(void *block, struct descriptor *desc)
     busy_enter();
     free_remote(block, desc);
     busy_leave();
-    tcache_purger_poll();
+    tcache_purger_poll(true);
 }
 
 void tcache_free_slow(void *block, struct descriptor *desc)
@@ -908,7 +920,7 @@ void tcache_free_slow(void *block, struct descriptor *desc)
      * interrupted instruction inside lfheap's code and the signal wrapper hides the cache
      * from the handler (sigwrap.c), as for the fast paths. */
     remote_push(tc, block, desc);
-    tcache_purger_poll();
+    tcache_purger_poll(true);
 }
 
 /* Gives back everything class `cls` of `tc` holds: its list, its spare and what is left

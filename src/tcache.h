@@ -310,15 +310,17 @@ void tcache_exit_reverify(void) LFH_NOINLINE;
  * one leaves the request for the outermost), and never inside a signal handler
  * (tcache_in_handler: pthread_create is not async-signal-safe). The check of a late exit
  * registration (tcache_exit_verify), which calls pthread_setspecific, runs under the same
- * conditions. Two thread-local loads when there is nothing to do. */
-LFH_INLINE void tcache_purger_poll(void)
+ * conditions. `freeing`: the end of a free, which starts the purger only in a process
+ * that never had another thread (arena_purger_start says why). Two thread-local loads
+ * when there is nothing to do. */
+LFH_INLINE void tcache_purger_poll(bool freeing)
 {
     if (LFH_UNLIKELY(arena_purger_wanted | tcache_exit_verify) && tcache_busy == 0 &&
         (tcache_in_handler == 0 || !tcache_handler_running())) {
         if (tcache_exit_verify)
             tcache_exit_reverify();
         if (arena_purger_wanted)
-            arena_purger_start();
+            arena_purger_start(freeing);
     }
 }
 

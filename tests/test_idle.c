@@ -19,6 +19,9 @@
  *   forkfast with the switch and a purge delay of seconds: a child forked right after its
  *            parent freed a burst, which lives on the fast paths, gets its purger at its
  *            first free, and the memory it inherited goes back
+ *   forkjoin with the switch: the child of a process with 8 threads creates and joins a
+ *            thread (glibc frees inside the join with a lock held that starting a thread
+ *            takes: the purger must not start there), ends, and gets its purger
  *   last     with the switch: a process whose main thread leaves by pthread_exit ends
  *            when its last other thread returns, as without lfheap: the purger stays
  *            while a thread lives (and still gives memory back), then leaves too
@@ -474,6 +477,69 @@ static void forked_child_on_the_fast_paths_gets_its_purger(void)
         fprintf(stderr, "child status %#x\n", (unsigned)status);
 }
 
+/* A forked child's first free is a purge tick, and it used to start the child's purger
+ * wherever it came from: glibc's pthread_join frees the TLS of stacks it drops from its
+ * cache (the parent's threads' stacks, inherited, overflow it) while it holds the cache's
+ * lock, which pthread_create takes too, so the child waited on itself for good, with
+ * every signal blocked (an outside tester's probe; parents with 4 or more threads hung).
+ * Now a free starts the purger only in a process of one thread, and the child's
+ * allocations that reach a slow path start it after the join. */
+static int idle_pipe[2];
+
+static void *idle_until_closed(void *arg)
+{
+    (void)arg;
+    char byte;
+    while (read(idle_pipe[0], &byte, 1) < 0 && errno == EINTR)
+        ;
+    return NULL;
+}
+
+static void *return_arg(void *arg)
+{
+    return arg;
+}
+
+static void forked_child_joins_a_thread(void)
+{
+    enum { IDLE_THREADS = 8 };
+    REQUIRE(pipe(idle_pipe) == 0);
+    pthread_t idle[IDLE_THREADS];
+    for (int i = 0; i < IDLE_THREADS; i++)
+        REQUIRE(pthread_create(&idle[i], NULL, idle_until_closed, NULL) == 0);
+    usleep(100000);
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        pthread_t t;
+        static int token;
+        void *result = NULL;
+        if (pthread_create(&t, NULL, return_arg, &token) != 0 || pthread_join(t, &result) != 0 ||
+            result != &token)
+            _exit(1);
+        _exit(purger_appears() ? 0 : 2);
+    }
+    int status = 0;
+    pid_t ended = 0;
+    double until = seconds() + 60;
+    while ((ended = waitpid(pid, &status, WNOHANG)) == 0 && seconds() < until)
+        usleep(POLL_MICROSECONDS);
+    if (ended == 0) {
+        fprintf(stderr, "the child did not end within 60 s: killed\n");
+        kill(pid, SIGKILL);
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+    }
+    /* 1: the thread or its join failed; 2: the child got no purger */
+    CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (ended == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        fprintf(stderr, "child status %#x\n", (unsigned)status);
+    close(idle_pipe[1]);
+    for (int i = 0; i < IDLE_THREADS; i++)
+        REQUIRE(pthread_join(idle[i], NULL) == 0);
+    close(idle_pipe[0]);
+}
+
 /* The state of the main thread, from /proc/self/stat (after the last ')'); 0 if unknown. */
 static char main_thread_state(void)
 {
@@ -715,6 +781,8 @@ int main(int argc, char **argv)
         RUN(forked_child_gets_its_own_purger);
     } else if (strcmp(which, "forkfast") == 0) {
         RUN(forked_child_on_the_fast_paths_gets_its_purger);
+    } else if (strcmp(which, "forkjoin") == 0) {
+        RUN(forked_child_joins_a_thread);
     } else if (strcmp(which, "last") == 0) {
         RUN(purger_leaves_with_the_last_thread);
     } else if (strcmp(which, "last-no-proc") == 0) {

@@ -20,6 +20,7 @@ run idle-once-stats env LFHEAP_BACKGROUND=1 build/t-stats/test_idle once
 run idle-fork env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle fork
 run idle-fork-fast-paths env LFHEAP_BACKGROUND=1 LFHEAP_PURGE_MS=3000 LD_PRELOAD="$lib" \
     build/t-plain/test_idle forkfast
+run idle-fork-join env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle forkjoin
 run idle-last-thread env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" build/t-plain/test_idle last
 run idle-last-thread-no-proc env LFHEAP_BACKGROUND=1 LD_PRELOAD="$lib" \
     build/t-plain/test_idle last-no-proc
