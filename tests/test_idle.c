@@ -477,6 +477,26 @@ static void forked_child_on_the_fast_paths_gets_its_purger(void)
         fprintf(stderr, "child status %#x\n", (unsigned)status);
 }
 
+/* Waits up to a minute for child `pid` (a bound on a hang, not a speed target); one that
+ * has not ended by then is killed and fails, with `hung` said, as does one that ended
+ * with a status other than 0. */
+static void child_exits_cleanly_within_a_minute(pid_t pid, const char *hung)
+{
+    int status = 0;
+    pid_t ended = 0;
+    double until = seconds() + 60;
+    while ((ended = waitpid(pid, &status, WNOHANG)) == 0 && seconds() < until)
+        usleep(POLL_MICROSECONDS);
+    if (ended == 0) {
+        fprintf(stderr, "%s within 60 s: killed\n", hung);
+        kill(pid, SIGKILL);
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+    }
+    CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    if (ended == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        fprintf(stderr, "child status %#x\n", (unsigned)status);
+}
+
 /* A forked child's first free is a purge tick, and it used to start the child's purger
  * wherever it came from: glibc's pthread_join frees the TLS of stacks it drops from its
  * cache (the parent's threads' stacks, inherited, overflow it) while it holds the cache's
@@ -520,20 +540,8 @@ static void forked_child_joins_a_thread(void)
             _exit(1);
         _exit(purger_appears() ? 0 : 2);
     }
-    int status = 0;
-    pid_t ended = 0;
-    double until = seconds() + 60;
-    while ((ended = waitpid(pid, &status, WNOHANG)) == 0 && seconds() < until)
-        usleep(POLL_MICROSECONDS);
-    if (ended == 0) {
-        fprintf(stderr, "the child did not end within 60 s: killed\n");
-        kill(pid, SIGKILL);
-        REQUIRE(waitpid(pid, &status, 0) == pid);
-    }
     /* 1: the thread or its join failed; 2: the child got no purger */
-    CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (ended == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-        fprintf(stderr, "child status %#x\n", (unsigned)status);
+    child_exits_cleanly_within_a_minute(pid, "the child did not end");
     close(idle_pipe[1]);
     for (int i = 0; i < IDLE_THREADS; i++)
         REQUIRE(pthread_join(idle[i], NULL) == 0);
@@ -622,19 +630,7 @@ static void child_ends_with_its_last_thread(void *(*last)(void *), bool no_proc)
     CHECK(got == 1 && report == 0);
     if (got != 1 || report != 0)
         fprintf(stderr, "last thread's report: %zd byte(s), %#x\n", got, (unsigned)report);
-    int status = 0;
-    pid_t ended = 0;
-    double until = seconds() + 60;
-    while ((ended = waitpid(pid, &status, WNOHANG)) == 0 && seconds() < until)
-        usleep(POLL_MICROSECONDS);
-    if (ended == 0) {
-        fprintf(stderr, "the process outlived its last thread by 60 s: killed\n");
-        kill(pid, SIGKILL);
-        REQUIRE(waitpid(pid, &status, 0) == pid);
-    }
-    CHECK(ended == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    if (ended == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-        fprintf(stderr, "child status %#x\n", (unsigned)status);
+    child_exits_cleanly_within_a_minute(pid, "the process outlived its last thread");
 }
 
 static void purger_leaves_with_the_last_thread(void)
