@@ -230,10 +230,11 @@ void debug_check_sized(const char *routine, void *ptr, struct descriptor *desc, 
 /* ---- unfreed storage at exit ------------------------------------------------------ */
 
 /* llheap's malloc_unfreed: the program may define it to say how many requested bytes it
- * leaves allocated on purpose (say, buffers of libraries it uses). Weak, and visible, so
- * that the program's definition is found also by a preloaded library (the program must
- * then export it: linked with -rdynamic). */
-extern size_t malloc_unfreed(void) __attribute__((weak, visibility("default")));
+ * leaves allocated on purpose (say, buffers of libraries it uses). Every debug library
+ * has llheap's default, 0 (api_llheap.c, weak); visible, so that the program's definition
+ * replaces it also in a preloaded library (the program must then export it: linked with
+ * -rdynamic). */
+extern size_t malloc_unfreed(void) __attribute__((visibility("default")));
 
 /* libstdc++'s __gnu_cxx::__freeres. libstdc++ allocates an emergency pool for exceptions
  * thrown when malloc fails as it is loaded, and never frees it: 72,704 bytes with GCC 12
@@ -258,7 +259,7 @@ LFH_EXIT_DESTRUCTOR static void debug_exit_report(void)
     if (count[STATS_REQUEST_OUT] >= count[STATS_REQUEST_IN])
         return;
     uint64_t unfreed = count[STATS_REQUEST_IN] - count[STATS_REQUEST_OUT];
-    uint64_t declared = malloc_unfreed ? malloc_unfreed() : 0;
+    uint64_t declared = malloc_unfreed();
     if (unfreed <= declared)
         return;
     struct out o;

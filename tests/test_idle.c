@@ -502,8 +502,8 @@ static void child_exits_cleanly_within_a_minute(pid_t pid, const char *hung)
  * cache (the parent's threads' stacks, inherited, overflow it) while it holds the cache's
  * lock, which pthread_create takes too, so the child waited on itself for good, with
  * every signal blocked (an outside tester's probe; parents with 4 or more threads hung).
- * Now a free starts the purger only in a process of one thread, and the child's
- * allocations that reach a slow path start it after the join. */
+ * Now a free starts the purger only in a process that never had another thread, and the
+ * child's allocations that reach a slow path start it after the join. */
 static int idle_pipe[2];
 
 static void *idle_until_closed(void *arg)
@@ -527,7 +527,6 @@ static void forked_child_joins_a_thread(void)
     pthread_t idle[IDLE_THREADS];
     for (int i = 0; i < IDLE_THREADS; i++)
         REQUIRE(pthread_create(&idle[i], NULL, idle_until_closed, NULL) == 0);
-    usleep(100000);
     fflush(stdout);
     pid_t pid = fork();
     REQUIRE(pid >= 0);
