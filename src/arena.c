@@ -1106,7 +1106,7 @@ static uint64_t purge_if_due(uint32_t now, uint32_t gap, uint32_t delay, bool me
  * glance, acted on later). */
 static bool dirty_all_empty(void)
 {
-    if (mapcache_waiting())
+    if (mapcache_kept_bytes() != 0)
         return false;
     for (unsigned cls = 0; cls < ARENA_CLASSES; cls++)
         if (dirty_class_waiting(cls))
@@ -1177,6 +1177,11 @@ struct purge_score {
     _Atomic uint32_t lost;    /* the purges before it, in a row, that were regretted */
 };
 static struct purge_score exit_score, pressure_score;
+/* The kept huge mappings given back under pressure (purge_if_pressed); a fresh huge
+ * mapping is its refault (arena_tick_before_mapping), scored as the one class below. */
+static struct purge_score kept_score;
+#define KEPT_CLASS 63
+_Static_assert(ARENA_CLASSES <= KEPT_CLASS, "the kept mappings' bit is no run class's");
 
 static uint32_t regret_window(const struct purge_score *score)
 {
@@ -1221,11 +1226,9 @@ static size_t dirty_bytes(void)
  * its time; a failure means another purge started it (lock-free), and this one joins.
  * Relaxed, as the score's other words: what a joining purge adds before the starter's
  * stores is lost, which at worst scores a burst low. */
-static void purge_scored(struct purge_score *score, uint32_t now, size_t dirty_before,
-                         uint64_t classes)
+static void purge_scored_bytes(struct purge_score *score, uint32_t now, size_t bytes,
+                               uint64_t classes)
 {
-    size_t dirty_after = dirty_bytes();
-    size_t bytes = dirty_before > dirty_after ? dirty_before - dirty_after : 0;
     uint32_t last = atomic_load_explicit(&score->ms, memory_order_relaxed);
     bool joins = atomic_load_explicit(&score->bytes, memory_order_relaxed) != 0 &&
                  (int32_t)(now - last) < (int32_t)purge_delay();
@@ -1243,6 +1246,14 @@ static void purge_scored(struct purge_score *score, uint32_t now, size_t dirty_b
     atomic_store_explicit(&score->refaulted, 0, memory_order_relaxed);
     atomic_store_explicit(&score->classes, classes, memory_order_relaxed);
     atomic_store_explicit(&score->bytes, bytes, memory_order_relaxed);
+}
+
+static void purge_scored(struct purge_score *score, uint32_t now, size_t dirty_before,
+                         uint64_t classes)
+{
+    size_t dirty_after = dirty_bytes();
+    purge_scored_bytes(score, now, dirty_before > dirty_after ? dirty_before - dirty_after : 0,
+                       classes);
 }
 
 /* A fresh run of `bytes` was taken for a request that a dirty run of a class from
@@ -1833,17 +1844,65 @@ static char *dirty_extended(unsigned cls)
 #define DIRTY_PRESSURE_PART_SUPERBLOCK 8  /* before a superblock's chunk: an eighth */
 #define DIRTY_PRESSURE_PART_LARGE      4  /* before a large block's run: a quarter */
 #define DIRTY_PRESSURE_SHARE           16 /* the delay's share that runs wait under pressure: 1/16 */
+
+/* Kept huge mappings wait for a request of their own size and serve no run, so a fresh
+ * run beside them grows the resident size by its own pages while theirs wait out the
+ * whole delay: ImageMagick freed three 79 MB images and took runs of 27 and 47 MB at
+ * once, a peak of 402 MB against glibc's 319. So they count as pressure too: when they
+ * are more than the part of the runs held, those that waited the pressure's share of the
+ * delay are unmapped. Scored as the purge under pressure is: a fresh huge mapping within
+ * the window (arena_tick_before_mapping) is a refault, and once half of what went back
+ * was mapped again, the kept mappings wait out their delay for the window's length, as
+ * they did before. */
+static void release_kept_if_pressed(uint32_t now, unsigned part, uint32_t delay)
+{
+    size_t kept = mapcache_kept_bytes();
+    if (kept < DIRTY_PRESSURE_MIN ||
+        kept <= atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / part ||
+        purge_regretted(&kept_score, now))
+        return;
+    size_t released = mapcache_release(now, delay, false);
+    if (released != 0)
+        purge_scored_bytes(&kept_score, now, released, (uint64_t)1 << KEPT_CLASS);
+}
 static void purge_if_pressed(uint32_t now, unsigned part)
 {
+    uint32_t delay = purge_delay() / DIRTY_PRESSURE_SHARE;
+    release_kept_if_pressed(now, part, delay);
     size_t dirty = dirty_bytes();
     if (dirty < DIRTY_PRESSURE_MIN ||
         dirty <= atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / part ||
         purge_regretted(&pressure_score, now))
         return;
-    uint32_t delay = purge_delay() / DIRTY_PRESSURE_SHARE;
     uint64_t classes = purge_if_due(now, delay + 1, delay, true);
     if (classes != 0)
         purge_scored(&pressure_score, now, dirty, classes);
+}
+
+/* No freed run can serve a block bigger than an arena, and a program that frees its big
+ * blocks and maps a bigger one at once (ImageMagick frees two images of 35 and 41 MB
+ * and takes one of 79 MB within a millisecond) gives its freed runs no time to wait
+ * even the pressure purge's 1/16 of the delay: they stayed resident beside the new
+ * mapping's pages. So under the same pressure as before a large block's fresh run,
+ * every freed run goes back, whatever its age, decommitted rather than merged (merged
+ * pages are of no use to the mapping either, and are swept, as fresh_chunk sweeps
+ * them), and the purge keeps the pressure purge's score: a program that asks for those
+ * runs' classes again soon stops it for the score's window. */
+void arena_tick_before_mapping(size_t bytes)
+{
+    arena_tick();
+    uint32_t now = platform_now_ms();
+    purge_score_fresh(&kept_score, now, KEPT_CLASS, KEPT_CLASS, bytes);
+    size_t dirty = dirty_bytes();
+    if (dirty >= DIRTY_PRESSURE_MIN &&
+        dirty > atomic_load_explicit(&run_bytes.held, memory_order_relaxed) /
+                    DIRTY_PRESSURE_PART_LARGE &&
+        !purge_regretted(&pressure_score, now)) {
+        uint64_t classes = purge_due(now, 0, false);
+        if (classes != 0)
+            purge_scored(&pressure_score, now, dirty, classes);
+    }
+    dirty_free_sweep(0, 0, true);
 }
 
 /* A freed run of the first class from `first` to `last` that has one (its class in

@@ -109,6 +109,11 @@ void arena_prompt_end(void);
  * arena_purger_wanted for the caller to act on. */
 void arena_tick(void);
 
+/* Before the heap maps a block of `bytes` bigger than an arena on fresh pages:
+ * arena_tick, and, when freed runs pile up, a purge of all of them, which no such block
+ * can use. */
+void arena_tick_before_mapping(size_t bytes);
+
 /* The background purger (LFHEAP_BACKGROUND=1): one thread that purges like arena_tick,
  * so that a program that stops calling lfheap still gets its freed memory back to the
  * kernel. It is started lazily, by a thread that ticked, at the end of its slow path;

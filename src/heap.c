@@ -607,6 +607,7 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
         start = mapcache_take(bytes, align);
         *zeroed = start == NULL;
         if (!start) {
+            arena_tick_before_mapping(bytes);
             start = mapcache_map(bytes, align);
             if (start)
                 os_advise_huge(start, bytes);

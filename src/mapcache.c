@@ -34,9 +34,9 @@ static _Atomic uint32_t stamps[MAPCACHE_SLOTS];
 /* Bytes of the kept mappings, and of the ones being put: the budget. */
 static _Atomic size_t kept_bytes;
 
-bool mapcache_waiting(void)
+size_t mapcache_kept_bytes(void)
 {
-    return atomic_load_explicit(&kept_bytes, memory_order_relaxed) != 0;
+    return atomic_load_explicit(&kept_bytes, memory_order_relaxed);
 }
 
 static inline uint64_t slot_word(const void *start, size_t bytes)
@@ -116,7 +116,7 @@ static void *grown(char *start, size_t have, size_t bytes, size_t align)
 void *mapcache_take(size_t bytes, size_t align)
 {
     /* Nothing kept, nothing to scan. */
-    if (!mapcache_waiting())
+    if (mapcache_kept_bytes() == 0)
         return NULL;
     for (;;) {
         /* The smallest that holds the request and is at most twice it; else the biggest
@@ -158,7 +158,7 @@ void *mapcache_take(size_t bytes, size_t align)
 
 size_t mapcache_release(uint32_t now, uint32_t delay, bool force)
 {
-    if (!mapcache_waiting())
+    if (mapcache_kept_bytes() == 0)
         return 0;
     size_t released = 0;
     for (unsigned i = 0; i < MAPCACHE_SLOTS; i++) {

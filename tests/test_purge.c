@@ -352,6 +352,104 @@ static void rss_stays_flat_when_sizes_shift(void)
     }
 }
 
+enum { SHIFT_RUN = 40 << 20, SHIFT_HUGE = 80 << 20 };
+
+/* Two 40 MiB blocks (arena runs) freed, then an 80 MiB block, which no arena run can
+ * serve: it maps fresh pages, and the freed runs must not stay resident beside them. */
+static void rss_stays_flat_when_a_huge_block_follows_freed_runs(void)
+{
+    long start = test_rss_kib();
+    unsigned char *runs[2];
+    for (int i = 0; i < 2; i++) {
+        runs[i] = malloc(SHIFT_RUN);
+        REQUIRE(runs[i]);
+        memset(runs[i], i + 1, SHIFT_RUN);
+    }
+    long peak = test_rss_kib();
+    CHECK(peak - start > 72 * 1024);
+    for (int i = 0; i < 2; i++)
+        free(runs[i]);
+    unsigned char *huge = malloc(SHIFT_HUGE);
+    REQUIRE(huge);
+    memset(huge, 7, SHIFT_HUGE);
+    long end = test_rss_kib();
+    printf("# rss: start %ld KiB, two 40 MiB blocks %ld KiB, freed and followed by an 80 MiB "
+           "block %ld KiB\n",
+           start, peak, end);
+    /* The freed runs and the huge block resident together would be 160 MiB above the start. */
+    CHECK(end - start < 100 * 1024);
+    CHECK(huge[0] == 7 && huge[SHIFT_HUGE - 1] == 7);
+    free(huge);
+}
+
+/* Two 80 MiB blocks freed: one is kept for the next such block, the other unmapped at
+ * once (ImageMagick freed three images of 79 MB and went on writing a fourth: a peak of
+ * 402 MB with every one kept, against glibc's 319). The kept one waits out the pressure's
+ * share of the delay (200 ms) and is then unmapped before fresh runs fault in pages
+ * beside it. */
+static void kept_huge_blocks_yield_to_fresh_runs(void)
+{
+    long start = test_rss_kib();
+    unsigned char *huge[2];
+    for (int i = 0; i < 2; i++) {
+        huge[i] = malloc(SHIFT_HUGE);
+        REQUIRE(huge[i]);
+        memset(huge[i], i + 1, SHIFT_HUGE);
+    }
+    for (int i = 0; i < 2; i++)
+        free(huge[i]);
+    long freed = test_rss_kib();
+    usleep(250 * 1000);
+    unsigned char *runs[2];
+    for (int i = 0; i < 2; i++) {
+        runs[i] = malloc(SHIFT_RUN / 2);
+        REQUIRE(runs[i]);
+        memset(runs[i], i + 3, SHIFT_RUN / 2);
+    }
+    long end = test_rss_kib();
+    printf("# rss: start %ld KiB, two 80 MiB blocks freed %ld KiB, then 40 MiB of fresh runs "
+           "%ld KiB\n",
+           start, freed, end);
+    /* Both kept would be 160 MiB above the start, one 80. */
+    CHECK(freed - start < 100 * 1024);
+    /* The kept one beside the runs would be 120 MiB above the start. */
+    CHECK(end - start < 60 * 1024);
+    for (int i = 0; i < 2; i++) {
+        CHECK(runs[i][0] == i + 3 && runs[i][SHIFT_RUN / 2 - 1] == i + 3);
+        free(runs[i]);
+    }
+}
+
+/* The release of kept_huge_blocks_yield_to_fresh_runs keeps score: when the next huge
+ * block maps fresh pages again (the program did want its kept mapping), a fresh run
+ * within the score's window (8 delays) leaves the next kept mapping alone, and the huge
+ * block after it reuses it, with its last tenant's bytes. */
+static void kept_release_is_regretted(void)
+{
+    unsigned char *runs[2];
+    unsigned char *huge = malloc(SHIFT_HUGE);
+    REQUIRE(huge);
+    memset(huge, 1, SHIFT_HUGE);
+    free(huge);
+    usleep(250 * 1000);
+    runs[0] = malloc(SHIFT_RUN / 2); /* a fresh run: the kept mapping goes back */
+    REQUIRE(runs[0]);
+    huge = malloc(SHIFT_HUGE);
+    REQUIRE(huge);
+    CHECK(huge[0] == 0 && huge[SHIFT_HUGE - 1] == 0); /* fresh pages: a refault */
+    memset(huge, 2, SHIFT_HUGE);
+    free(huge);
+    usleep(250 * 1000);
+    runs[1] = malloc(SHIFT_RUN / 2 + (4 << 20)); /* another fresh run: regretted, kept */
+    REQUIRE(runs[1]);
+    huge = malloc(SHIFT_HUGE);
+    REQUIRE(huge);
+    CHECK(huge[0] == 2 && huge[SHIFT_HUGE - 1] == 2);
+    free(huge);
+    free(runs[0]);
+    free(runs[1]);
+}
+
 enum {
     SB_SMALL = 4 << 10,   /* blocks in 64 KiB superblocks */
     SB_RUN = 40 << 10,    /* large blocks whose reuse range covers 64 KiB chunks */
@@ -916,7 +1014,8 @@ static void kept_huge_blocks_go_back_after_the_delay(void)
     printf("# rss: start %ld KiB, one %d MiB block kept %ld KiB, after the delay %ld KiB\n", start,
            HUGE_MIB, kept, end);
     CHECK(kept - start > HUGE_MIB * 1024 / 2);
-    CHECK(!mapped(a));
+    /* The resident size says that `a` went back: its address may be b's now, as the tick
+     * before b's fresh mapping gives it back first. */
     CHECK(end - start < 16 * 1024);
 }
 
@@ -960,6 +1059,18 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "shift") == 0) {
         RUN(rss_stays_flat_when_sizes_shift);
+        return test_exit_status();
+    }
+    if (argc > 1 && strcmp(argv[1], "shifthuge") == 0) {
+        RUN(rss_stays_flat_when_a_huge_block_follows_freed_runs);
+        return test_exit_status();
+    }
+    if (argc > 1 && strcmp(argv[1], "keptyield") == 0) {
+        RUN(kept_huge_blocks_yield_to_fresh_runs);
+        return test_exit_status();
+    }
+    if (argc > 1 && strcmp(argv[1], "keptregret") == 0) {
+        RUN(kept_release_is_regretted);
         return test_exit_status();
     }
     if (argc > 1 && strcmp(argv[1], "exitlarge") == 0) {

@@ -68,6 +68,15 @@ run huge-threads-nodelay-preloaded env LFHEAP_PURGE_MS=0 LD_PRELOAD="$lib" \
 run huge-threads-tsan build/t-tsan/test_huge_threads 4 60
 # Freed runs a program's new sizes cannot use go back early (after 1/16 of a 3.2 s delay).
 run purge-on-shift-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" build/t-plain/test_purge shift
+# Freed runs go back before a huge block maps fresh pages, however young (a minute's delay).
+run purge-before-huge-preloaded env LFHEAP_PURGE_MS=60000 LD_PRELOAD="$lib" \
+    build/t-plain/test_purge shifthuge
+# One freed huge block is kept, and it yields to fresh runs after 1/16 of a 3.2 s delay.
+run purge-kept-yields-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" \
+    build/t-plain/test_purge keptyield
+# That release stops while the huge blocks it gave back are mapped again (its score).
+run purge-kept-regretted-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" \
+    build/t-plain/test_purge keptregret
 # A purge of superblocks' chunks alone is not regretted (test_purge.c explains).
 run purge-superblocks-unscored-preloaded env LFHEAP_PURGE_MS=3200 LD_PRELOAD="$lib" \
     build/t-plain/test_purge superblocks
