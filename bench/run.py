@@ -995,8 +995,8 @@ def main():
     ap.add_argument("--workloads", help="workloads to run, from any group (default: every "
                     "workload of --groups)")
     ap.add_argument("--allocators", default=",".join(benchlib.ALL_NAMES))
-    ap.add_argument("--threads", help="thread counts for every workload (default: 1,2,4,8, "
-                    "and 1,2,32 for oversubscribed)")
+    ap.add_argument("--threads", help="thread counts for every workload (default: 1,2,4,8; "
+                    "1,2,32 for oversubscribed; 100,500 for thread-churn-concurrent)")
     ap.add_argument("--runs", type=int, help="repetitions (profile default: 3/5/2)")
     ap.add_argument("--lfheap", default=os.path.join(benchlib.ROOT, "build", "liblfheap.so"),
                     help="lfheap library to preload (default build/liblfheap.so)")
@@ -1033,7 +1033,9 @@ def main():
 
     prof = PROFILES[args.profile]
     runs = args.runs or prof["runs"]
-    timeout = args.timeout or prof["timeout"]
+    if args.timeout is not None and args.timeout <= 0:
+        ap.error("--timeout must be a positive number of seconds")
+    timeout = args.timeout if args.timeout is not None else prof["timeout"]
     groups = [g for g in args.groups.split(",") if g]
     for g in groups:
         if g not in GROUPS:
