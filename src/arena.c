@@ -803,6 +803,21 @@ static bool dirty_free_claim(struct arena *a, const char *p, size_t bytes)
     return true;
 }
 
+/* True if any page of [p, p + bytes) has its dirty_free bit set; the caller holds the
+ * pages (taken out of the buddy by an acquire CAS, after the marks' release), so a
+ * relaxed load reads every bit set before they were freed. */
+static bool dirty_free_any(struct arena *a, const char *p, size_t bytes)
+{
+    for (size_t page = chunk_page(a, p), end = page + bytes / ARENA_MIN_CHUNK; page < end;) {
+        size_t stop = (page / 64 + 1) * 64 < end ? (page / 64 + 1) * 64 : end;
+        if (atomic_load_explicit(&a->dirty_free[page / 64], memory_order_relaxed) &
+            page_bits((unsigned)(page % 64), (unsigned)(stop - page)))
+            return true;
+        page = stop;
+    }
+    return false;
+}
+
 /* Gives `count` runs of class cls back to their buddies as they are (see above). */
 static size_t merge_batch(unsigned cls, const struct iovec *run, unsigned count)
 {
@@ -1048,12 +1063,17 @@ size_t arena_release_free_huge_pages(void)
                 continue;
             LFH_PARK(ARENA_TRIM_TAKEN);
             /* Only pages that hold memory count as released (malloc_trim's answer), and
-             * only they are worth a system call. */
-            if (!os_any_resident(page, OS_HUGE_PAGE_SIZE))
+             * only they, or merged pages, are worth a system call. A merged page's bit is
+             * cleared only after a decommit, also when mincore says no page is resident:
+             * it says so of a page swapped out, which still holds its data (a bit cleared
+             * without the decommit made calloc hand out an earlier tenant's bytes as
+             * zeros, found by an outside review). */
+            bool resident = os_any_resident(page, OS_HUGE_PAGE_SIZE);
+            if ((resident || dirty_free_any(a, page, OS_HUGE_PAGE_SIZE)) &&
+                os_decommit(page, OS_HUGE_PAGE_SIZE)) {
                 dirty_free_claim(a, page, OS_HUGE_PAGE_SIZE);
-            else if (os_decommit(page, OS_HUGE_PAGE_SIZE)) {
-                dirty_free_claim(a, page, OS_HUGE_PAGE_SIZE);
-                released += OS_HUGE_PAGE_SIZE;
+                if (resident)
+                    released += OS_HUGE_PAGE_SIZE;
             }
             buddy_free(a->buddy, page);
         }

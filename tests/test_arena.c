@@ -7,13 +7,16 @@
  */
 #include "arena.h"
 #include "buddy.h"
+#include "os.h"
 #include "testutil.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define THREADS 4
@@ -541,8 +544,73 @@ static void superblock_chunks_take_bigger_freed_runs(void)
     arena_purge_all();
 }
 
-int main(void)
+/* While set, every page reads as absent to mincore, as a page swapped out does, though
+ * it holds its data. The library is linked in statically, so this definition is the one
+ * its residency checks call. */
+static _Atomic int pages_swapped_out;
+
+int mincore(void *addr, size_t length, unsigned char *vec)
 {
+    long r = syscall(SYS_mincore, addr, length, vec);
+    if (r == 0 && atomic_load(&pages_swapped_out))
+        memset(vec, 0, (length + 4095) / 4096);
+    return (int)r;
+}
+
+/* With huge pages on (LFHEAP_HUGEPAGES=1), malloc_trim gives back every free huge page
+ * (arena_release_free_huge_pages). Merged pages, freed runs given back to their buddy
+ * still resident, are among them; swapped out, they hold their data though mincore says
+ * they are absent, so the trim must decommit them before it clears their bits, or a run
+ * carved from them later is reported zeroed and calloc hands out old bytes. */
+static void trim_of_swapped_merged_pages_keeps_zeroes_true(void)
+{
+    REQUIRE(os_huge_pages());
+    enum { RUNS = 32, RUN = 1 << 20, LATER = 512 << 10, LATER_COUNT = 256 };
+    char *run[RUNS];
+    size_t size[RUNS];
+    bool zeroed;
+    for (int i = 0; i < RUNS; i++) {
+        run[i] = arena_alloc_large(RUN, &zeroed, &size[i]);
+        REQUIRE(run[i]);
+        memset(run[i], 0xA5, size[i]);
+    }
+    for (int i = 0; i < RUNS; i++)
+        arena_free(run[i], size[i]);
+    /* A request none of the freed runs serves, while they outweigh the runs in use: they
+     * are merged into their buddies, resident, and the request takes part of them. */
+    size_t big_size;
+    char *big = arena_alloc_large(15 * MIB, &zeroed, &big_size);
+    REQUIRE(big);
+    atomic_store(&pages_swapped_out, 1);
+    arena_release_free_huge_pages();
+    atomic_store(&pages_swapped_out, 0);
+    static char *later[LATER_COUNT];
+    static size_t later_size[LATER_COUNT];
+    size_t zeroed_runs = 0, stale_bytes = 0;
+    for (int i = 0; i < LATER_COUNT; i++) {
+        later[i] = arena_alloc_large(LATER, &zeroed, &later_size[i]);
+        REQUIRE(later[i]);
+        if (!zeroed)
+            continue;
+        zeroed_runs++;
+        for (size_t b = 0; b < later_size[i]; b++)
+            stale_bytes += later[i][b] != 0;
+    }
+    printf("# %zu runs reported zeroed, %zu bytes of them not zero\n", zeroed_runs, stale_bytes);
+    CHECK(zeroed_runs > 0);
+    CHECK(stale_bytes == 0);
+    for (int i = 0; i < LATER_COUNT; i++)
+        arena_free(later[i], later_size[i]);
+    arena_free(big, big_size);
+    arena_purge_all();
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "hugetrim") == 0) {
+        RUN(trim_of_swapped_merged_pages_keeps_zeroes_true);
+        return test_exit_status();
+    }
     /* Two seconds, not the default 250 ms: freed_chunks_return_to_their_thread expects
      * a chunk freed three barrier crossings earlier to be still resident, and under
      * ThreadSanitizer on a loaded machine those crossings could add up to the default. */

@@ -25,6 +25,8 @@ run stress-asan build/t-asan/test_stress 8 10000
 run units-tsan build/t-tsan/test_units
 run arena build/t/test_arena
 run arena-tsan build/t-tsan/test_arena
+# malloc_trim's huge-page pass decommits merged pages that mincore says are absent (swapped).
+run arena-hugetrim env LFHEAP_HUGEPAGES=1 build/t/test_arena hugetrim
 run threads build/t/test_threads
 run threads-preloaded env LD_PRELOAD="$lib" build/t-plain/test_threads
 # A thread's first allocation from its third round of key destructors, with lfheap's
