@@ -1198,7 +1198,7 @@ struct purge_score {
 };
 static struct purge_score exit_score, pressure_score;
 /* The kept huge mappings given back under pressure (purge_if_pressed); a fresh huge
- * mapping is its refault (arena_tick_before_mapping), scored as the one class below. */
+ * mapping is its refault (arena_before_mapping), scored as the one class below. */
 static struct purge_score kept_score;
 #define KEPT_CLASS 63
 _Static_assert(ARENA_CLASSES <= KEPT_CLASS, "the kept mappings' bit is no run class's");
@@ -1871,7 +1871,7 @@ static char *dirty_extended(unsigned cls)
  * once, a peak of 402 MB against glibc's 319. So they count as pressure too: when they
  * are more than the part of the runs held, those that waited the pressure's share of the
  * delay are unmapped. Scored as the purge under pressure is: a fresh huge mapping within
- * the window (arena_tick_before_mapping) is a refault, and once half of what went back
+ * the window (arena_before_mapping) is a refault, and once half of what went back
  * was mapped again, the kept mappings wait out their delay for the window's length, as
  * they did before. */
 static void release_kept_if_pressed(uint32_t now, unsigned part, uint32_t delay)
@@ -1908,9 +1908,8 @@ static void purge_if_pressed(uint32_t now, unsigned part)
  * pages are of no use to the mapping either, and are swept, as fresh_chunk sweeps
  * them), and the purge keeps the pressure purge's score: a program that asks for those
  * runs' classes again soon stops it for the score's window. */
-void arena_tick_before_mapping(size_t bytes)
+void arena_before_mapping(size_t bytes)
 {
-    arena_tick();
     uint32_t now = platform_now_ms();
     purge_score_fresh(&kept_score, now, KEPT_CLASS, KEPT_CLASS, bytes);
     size_t dirty = dirty_bytes();

@@ -109,10 +109,10 @@ void arena_prompt_end(void);
  * arena_purger_wanted for the caller to act on. */
 void arena_tick(void);
 
-/* Before the heap maps a block of `bytes` bigger than an arena on fresh pages:
- * arena_tick, and, when freed runs pile up, a purge of all of them, which no such block
- * can use. */
-void arena_tick_before_mapping(size_t bytes);
+/* Before the heap maps a block of `bytes` bigger than an arena on fresh pages (after its
+ * arena_tick): when freed runs pile up, a purge of all of them, which no such block can
+ * use. */
+void arena_before_mapping(size_t bytes);
 
 /* The background purger (LFHEAP_BACKGROUND=1): one thread that purges like arena_tick,
  * so that a program that stops calling lfheap still gets its freed memory back to the

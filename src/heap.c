@@ -603,11 +603,14 @@ void *heap_large_alloc(size_t size, size_t align, bool *zeroed)
     size_t chunk_request = bytes < align ? align : bytes;
     d->os_backed = chunk_request > ARENA_MAX_CHUNK;
     if (d->os_backed) {
-        /* A kept mapping holds its last tenant's bytes; a fresh one reads as zeros. */
+        /* A kept mapping holds its last tenant's bytes; a fresh one reads as zeros. The
+         * tick first: a kept mapping that waited out the delay goes back rather than
+         * serve a block of another size. */
+        arena_tick();
         start = mapcache_take(bytes, align);
         *zeroed = start == NULL;
         if (!start) {
-            arena_tick_before_mapping(bytes);
+            arena_before_mapping(bytes);
             start = mapcache_map(bytes, align);
             if (start)
                 os_advise_huge(start, bytes);

@@ -38,10 +38,9 @@
 bool mapcache_put(void *start, size_t bytes, uint32_t now);
 
 /* A kept mapping of exactly `bytes` (a multiple of the page size) aligned to `align` (a
- * power of two): the smallest kept one that holds `bytes` and is at most twice as big,
- * its tail unmapped; else the biggest that holds at least half of `bytes`, grown (in
- * place, or its pages moved by the kernel). NULL if none fits. Its pages hold whatever
- * the last tenant left, zeros past it. */
+ * power of two): the smallest kept one that holds `bytes`, its tail unmapped; else the
+ * biggest, grown (in place, or its pages moved by the kernel). NULL if none is aligned.
+ * Its pages hold whatever the last tenant left, zeros past it. */
 void *mapcache_take(size_t bytes, size_t align);
 
 /* Unmaps the kept mappings stamped at least `delay` ms before `now`; all of them with
