@@ -1018,7 +1018,7 @@ static void kept_huge_blocks_go_back_after_the_delay(void)
            HUGE_MIB, kept, end);
     CHECK(kept - start > HUGE_MIB * 1024 / 2);
     /* The resident size says that `a` went back: its address may be b's now, as the tick
-     * before b's fresh mapping gives it back first. */
+     * that b's allocation takes first gives it back before b is mapped. */
     CHECK(end - start < 16 * 1024);
 }
 
