@@ -781,9 +781,11 @@ static void dirty_free_mark(struct arena *a, const char *p, size_t bytes)
     }
 }
 
-/* Clears the bits of [p, p + bytes), which the caller holds; true if any was set (some
- * page may be resident). */
-static bool dirty_free_claim(struct arena *a, const char *p, size_t bytes)
+/* Whether any page of [p, p + bytes) has its dirty_free bit set; with `clear`, the bits
+ * are cleared too (dirty_free_claim). The caller holds the pages: the buddy's acquire
+ * CAS that handed them over came after every mark's release, so the relaxed glance
+ * reads every bit set before the pages were freed. */
+static bool dirty_free_scan(struct arena *a, const char *p, size_t bytes, bool clear)
 {
     size_t cleared = 0;
     for (size_t page = chunk_page(a, p), end = page + bytes / ARENA_MIN_CHUNK; page < end;) {
@@ -791,10 +793,13 @@ static bool dirty_free_claim(struct arena *a, const char *p, size_t bytes)
         uint64_t bits = page_bits((unsigned)(page % 64), (unsigned)(stop - page));
         /* Relaxed glance first: most runs were never merged, and their words stay
          * untouched. Acquire pairs with dirty_free_mark's release. */
-        if (atomic_load_explicit(&a->dirty_free[page / 64], memory_order_relaxed) & bits)
+        if (atomic_load_explicit(&a->dirty_free[page / 64], memory_order_relaxed) & bits) {
+            if (!clear)
+                return true;
             cleared += (size_t)__builtin_popcountll(
                 atomic_fetch_and_explicit(&a->dirty_free[page / 64], ~bits, memory_order_acquire) &
                 bits);
+        }
         page = stop;
     }
     if (cleared == 0)
@@ -803,19 +808,11 @@ static bool dirty_free_claim(struct arena *a, const char *p, size_t bytes)
     return true;
 }
 
-/* True if any page of [p, p + bytes) has its dirty_free bit set; the caller holds the
- * pages (taken out of the buddy by an acquire CAS, after the marks' release), so a
- * relaxed load reads every bit set before they were freed. */
-static bool dirty_free_any(struct arena *a, const char *p, size_t bytes)
+/* Clears the bits of [p, p + bytes), which the caller holds; true if any was set (some
+ * page may be resident). */
+static bool dirty_free_claim(struct arena *a, const char *p, size_t bytes)
 {
-    for (size_t page = chunk_page(a, p), end = page + bytes / ARENA_MIN_CHUNK; page < end;) {
-        size_t stop = (page / 64 + 1) * 64 < end ? (page / 64 + 1) * 64 : end;
-        if (atomic_load_explicit(&a->dirty_free[page / 64], memory_order_relaxed) &
-            page_bits((unsigned)(page % 64), (unsigned)(stop - page)))
-            return true;
-        page = stop;
-    }
-    return false;
+    return dirty_free_scan(a, p, bytes, true);
 }
 
 /* Gives `count` runs of class cls back to their buddies as they are (see above). */
@@ -1069,7 +1066,7 @@ size_t arena_release_free_huge_pages(void)
              * without the decommit made calloc hand out an earlier tenant's bytes as
              * zeros, found by an outside review). */
             bool resident = os_any_resident(page, OS_HUGE_PAGE_SIZE);
-            if ((resident || dirty_free_any(a, page, OS_HUGE_PAGE_SIZE)) &&
+            if ((resident || dirty_free_scan(a, page, OS_HUGE_PAGE_SIZE, false)) &&
                 os_decommit(page, OS_HUGE_PAGE_SIZE)) {
                 dirty_free_claim(a, page, OS_HUGE_PAGE_SIZE);
                 if (resident)
@@ -1865,6 +1862,16 @@ static char *dirty_extended(unsigned cls)
 #define DIRTY_PRESSURE_PART_LARGE      4  /* before a large block's run: a quarter */
 #define DIRTY_PRESSURE_SHARE           16 /* the delay's share that runs wait under pressure: 1/16 */
 
+/* Whether `waiting` bytes (freed runs, kept mappings) are pressure before a fresh run or
+ * mapping: at least DIRTY_PRESSURE_MIN, more than the part of the runs held, and the
+ * last purge they had, by `score`, not regretted. */
+static bool pressed(size_t waiting, unsigned part, struct purge_score *score, uint32_t now)
+{
+    return waiting >= DIRTY_PRESSURE_MIN &&
+           waiting > atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / part &&
+           !purge_regretted(score, now);
+}
+
 /* Kept huge mappings wait for a request of their own size and serve no run, so a fresh
  * run beside them grows the resident size by its own pages while theirs wait out the
  * whole delay: ImageMagick freed three 79 MB images and took runs of 27 and 47 MB at
@@ -1876,10 +1883,7 @@ static char *dirty_extended(unsigned cls)
  * they did before. */
 static void release_kept_if_pressed(uint32_t now, unsigned part, uint32_t delay)
 {
-    size_t kept = mapcache_kept_bytes();
-    if (kept < DIRTY_PRESSURE_MIN ||
-        kept <= atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / part ||
-        purge_regretted(&kept_score, now))
+    if (!pressed(mapcache_kept_bytes(), part, &kept_score, now))
         return;
     size_t released = mapcache_release(now, delay, false);
     if (released != 0)
@@ -1890,9 +1894,7 @@ static void purge_if_pressed(uint32_t now, unsigned part)
     uint32_t delay = purge_delay() / DIRTY_PRESSURE_SHARE;
     release_kept_if_pressed(now, part, delay);
     size_t dirty = dirty_bytes();
-    if (dirty < DIRTY_PRESSURE_MIN ||
-        dirty <= atomic_load_explicit(&run_bytes.held, memory_order_relaxed) / part ||
-        purge_regretted(&pressure_score, now))
+    if (!pressed(dirty, part, &pressure_score, now))
         return;
     uint64_t classes = purge_if_due(now, delay + 1, delay, true);
     if (classes != 0)
@@ -1913,10 +1915,7 @@ void arena_before_mapping(size_t bytes)
     uint32_t now = platform_now_ms();
     purge_score_fresh(&kept_score, now, KEPT_CLASS, KEPT_CLASS, bytes);
     size_t dirty = dirty_bytes();
-    if (dirty >= DIRTY_PRESSURE_MIN &&
-        dirty > atomic_load_explicit(&run_bytes.held, memory_order_relaxed) /
-                    DIRTY_PRESSURE_PART_LARGE &&
-        !purge_regretted(&pressure_score, now)) {
+    if (pressed(dirty, DIRTY_PRESSURE_PART_LARGE, &pressure_score, now)) {
         uint64_t classes = purge_due(now, 0, false);
         if (classes != 0)
             purge_scored(&pressure_score, now, dirty, classes);
